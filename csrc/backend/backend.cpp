@@ -1,0 +1,262 @@
+// Lifecycle and communicator management of the nccl_core backend.
+#include "backend/backend.h"
+
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <cstring>
+
+#include "backend/errors.h"
+#include "backend/watchdog.h"
+#include "nccl/api.h"
+#include "nccl/types.h"
+
+namespace nccl_core {
+
+Backend::Backend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
+                 c10::intrusive_ptr<GroupOptions> options)
+    : c10d::Backend(rank, size),
+      store_(std::move(store)),
+      options_(options ? std::move(options) : c10::make_intrusive<GroupOptions>()) {
+  TORCH_CHECK_VALUE(size > 0 && rank >= 0 && rank < size,
+                    "nccl_core: invalid rank ", rank, " for group size ", size);
+}
+
+Backend::~Backend() {
+  // Like backend nccl: a group that was never shut down is aborted, which
+  // never blocks on peers.
+  try {
+    abort();
+  } catch (...) {
+  }
+}
+
+c10::intrusive_ptr<c10d::Backend::Options> Backend::getBackendOptions() {
+  return options_;
+}
+
+std::chrono::milliseconds Backend::timeout_of(
+    std::chrono::milliseconds t) const {
+  return t == c10d::kUnsetTimeout ? options_->timeout : t;
+}
+
+void Backend::setTimeout(std::chrono::milliseconds timeout) {
+  options_->timeout = timeout;
+  if (comm_) {
+    comm_->set_timeout(timeout);
+  }
+}
+
+at::Device Backend::pick_device(const at::Tensor* t) const {
+  if (t != nullptr) {
+    TORCH_CHECK_VALUE(t->is_cuda(), "nccl_core: tensors must be CUDA tensors, got a ",
+                      t->device().str(), " tensor");
+    return t->device();
+  }
+  if (device_) {
+    return *device_;
+  }
+  if (auto bound = getBoundDeviceId()) {
+    return *bound;
+  }
+  return at::Device(at::kCUDA, c10::cuda::current_device());
+}
+
+std::shared_ptr<Communicator> Backend::communicator(
+    std::optional<at::Device> device) {
+  if (comm_) {
+    if (device && device->index() != device_->index()) {
+      C10_THROW_ERROR(ValueError,
+                      "nccl_core: this group's communicator is on " +
+                          device_->str() + ", got a tensor on " +
+                          device->str() + " (one GPU per process)");
+    }
+    return comm_;
+  }
+  at::Device dev = device ? *device : pick_device(nullptr);
+  TORCH_CHECK_VALUE(dev.is_cuda() && dev.has_index(),
+                    "nccl_core: communicators live on a CUDA device, got ",
+                    dev.str());
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  if (comm_) {
+    return comm_;
+  }
+  check_healthy();
+  try {
+    std::shared_ptr<Communicator> comm;
+    if (split_parent_) {
+      comm = split_parent_->communicator(dev)->split(
+          split_color_, rank_, options_->config, options_->timeout);
+    } else {
+      // Rank 0 publishes a fresh unique id; the store is already prefixed
+      // per group, so a counter is enough to keep keys apart.
+      std::string key = "nccl_core/uid/" + std::to_string(uid_counter_++);
+      ncclUniqueId id;
+      if (rank_ == 0) {
+        id = Communicator::new_unique_id();
+        std::vector<uint8_t> bytes(sizeof(id));
+        std::memcpy(bytes.data(), &id, sizeof(id));
+        store_->set(key, bytes);
+      } else {
+        auto bytes = store_->get(key);
+        TORCH_CHECK(bytes.size() == sizeof(id),
+                    "nccl_core: malformed unique id in the store");
+        std::memcpy(&id, bytes.data(), sizeof(id));
+      }
+      comm = Communicator::create(id, size_, rank_, dev.index(),
+                                  options_->config, options_->timeout);
+    }
+    adopt(std::move(comm), dev);
+  } catch (const c10::Error&) {
+    throw;
+  } catch (...) {
+    rethrow_as_dist_error("nccl_core: communicator initialisation");
+  }
+  return comm_;
+}
+
+void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
+  TORCH_INTERNAL_ASSERT(comm, "nccl_core: adopt() of a null communicator");
+  c10::cuda::CUDAGuard guard(device);
+  stream_ = at::cuda::getStreamFromPool(options_->is_high_priority_stream,
+                                        device.index());
+  ready_event_ = std::make_unique<at::cuda::CUDAEvent>(cudaEventDisableTiming);
+  watchdog_ = std::make_unique<Watchdog>(
+      options_->watchdog_interval,
+      [this](const std::string& msg) { record_error(msg); });
+  device_ = device;
+  comm_ = std::move(comm);
+  if (!getBoundDeviceId()) {
+    setBoundDeviceId(device);
+  }
+}
+
+c10::cuda::CUDAStream Backend::stream() {
+  communicator();
+  return *stream_;
+}
+
+size_t Backend::pending_works() const {
+  return watchdog_ ? watchdog_->pending() : 0;
+}
+
+void Backend::eagerConnectSingleDevice(at::Device device) {
+  communicator(device);
+}
+
+void Backend::set_split_source(c10::intrusive_ptr<Backend> parent,
+                               int color) {
+  TORCH_CHECK_VALUE(color >= 0, "nccl_core: split color must be >= 0");
+  split_parent_ = std::move(parent);
+  split_color_ = color;
+}
+
+void Backend::perform_nocolor_split(at::Device device) {
+  surface_errors([&] {
+    auto child = communicator(device)->split(-1, rank_, options_->config,
+                                             options_->timeout);
+    TORCH_INTERNAL_ASSERT(!child, "nocolor split returned a communicator");
+  });
+}
+
+c10::intrusive_ptr<c10d::Backend> Backend::split(
+    const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
+    const c10::intrusive_ptr<c10d::Backend::Options>& opts) {
+  auto it = std::find(ranks.begin(), ranks.end(), rank_);
+  auto parent = communicator();
+  if (it == ranks.end()) {
+    perform_nocolor_split(*device_);
+    return nullptr;
+  }
+  // Same color on every member: a hash of the sorted member list.
+  uint32_t color = 2166136261u;
+  for (int r : ranks) {
+    color = (color ^ static_cast<uint32_t>(r)) * 16777619u;
+  }
+  int key = static_cast<int>(it - ranks.begin());
+  auto child_opts = c10::dynamic_intrusive_pointer_cast<GroupOptions>(opts);
+  if (!child_opts) {
+    child_opts = c10::make_intrusive<GroupOptions>(*options_);
+    if (opts) {
+      child_opts->timeout = opts->timeout;
+      child_opts->group_name = opts->group_name;
+    }
+  }
+  auto child = surface_errors([&] {
+    return parent->split(static_cast<int>(color & 0x7fffffff), key,
+                         child_opts->config, child_opts->timeout);
+  });
+  auto backend = c10::make_intrusive<Backend>(
+      store, key, static_cast<int>(ranks.size()), child_opts);
+  backend->adopt(std::move(child), *device_);
+  return backend;
+}
+
+uint64_t Backend::getSequenceNumberForGroup() {
+  return seq_.load();
+}
+
+void Backend::setSequenceNumberForGroup() {
+  // Sequence numbers start at 0 on every rank; nothing to agree on.
+}
+
+void Backend::check_healthy() const {
+  if (failed_.load()) {
+    C10_THROW_ERROR(DistBackendError,
+                    "nccl_core: the communicator failed earlier and was "
+                    "aborted: " + error_);
+  }
+}
+
+void Backend::record_error(const std::string& msg) {
+  if (!failed_.load()) {
+    error_ = msg;
+    timed_out_ = msg.find("timed out") != std::string::npos;
+    failed_.store(true);
+  }
+}
+
+c10d::ErrorType Backend::getError() {
+  if (!failed_.load()) {
+    return c10d::ErrorType::SUCCESS;
+  }
+  return timed_out_ ? c10d::ErrorType::TIMEOUT : c10d::ErrorType::COMM_ERROR;
+}
+
+void Backend::abort() {
+  if (comm_) {
+    comm_->abort();
+  }
+  if (watchdog_) {
+    watchdog_->stop();
+  }
+  record_error("process group aborted");
+}
+
+void Backend::shutdown() {
+  if (watchdog_) {
+    watchdog_->stop();
+  }
+  if (comm_ && comm_->is_live()) {
+    try {
+      // Finalize flushes everything enqueued; bounded by the timeout.
+      comm_->finalize();
+    } catch (...) {
+      comm_->abort();
+    }
+  }
+  record_error("process group has been shut down");
+}
+
+void Backend::destroy_redops() {
+  if (redops_.empty()) {
+    return;
+  }
+  ncclComm_t comm = comm_->get();
+  for (ncclRedOp_t op : redops_) {
+    NCCL_CORE_CHECK(comm, ncclRedOpDestroy(op, comm));
+  }
+  redops_.clear();
+}
+
+} // namespace nccl_core

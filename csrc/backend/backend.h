@@ -1,0 +1,179 @@
+// nccl_core's c10d::Backend: turns torch.distributed calls into NCCL calls on
+// one Communicator.  Lifecycle and communicator management live in
+// backend.cpp, collectives in collectives.cpp, point-to-point, all-to-all and
+// coalescing in p2p.cpp; the stream/event discipline shared by every op is
+// `launch` in launch.h.
+#pragma once
+
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "backend/options.h"
+#include "backend/work.h"
+#include "comm/communicator.h"
+
+namespace nccl_core {
+
+class Watchdog;
+
+class Backend : public c10d::Backend {
+ public:
+  Backend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
+          c10::intrusive_ptr<GroupOptions> options);
+  ~Backend() override;
+
+  const std::string getBackendName() const override { return "nccl_core"; }
+  c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override;
+  bool supportsSplitting() const override { return true; }
+  bool supportsCoalescing() const override { return true; }
+  void setTimeout(std::chrono::milliseconds timeout) override;
+  void eagerConnectSingleDevice(at::Device device) override;
+  c10::intrusive_ptr<c10d::Backend> split(
+      const c10::intrusive_ptr<c10d::Store>& store,
+      const std::vector<int>& ranks,
+      const c10::intrusive_ptr<c10d::Backend::Options>& opts) override;
+  uint64_t getSequenceNumberForGroup() override;
+  void setSequenceNumberForGroup() override;
+  c10d::ErrorType getError() override;
+  void abort() override;
+  void shutdown() override;
+
+  // --- collectives.cpp -------------------------------------------------
+  c10::intrusive_ptr<c10d::Work> broadcast(
+      std::vector<at::Tensor>& tensors,
+      const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce(
+      std::vector<at::Tensor>& tensors,
+      const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors,
+      const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(
+      std::vector<at::Tensor>& tensors,
+      const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(
+      std::vector<std::vector<at::Tensor>>& outputs,
+      std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(
+      at::Tensor& output, at::Tensor& input,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(
+      std::vector<std::vector<at::Tensor>>& outputs,
+      std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(
+      std::vector<std::vector<at::Tensor>>& outputs,
+      std::vector<at::Tensor>& inputs,
+      const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(
+      std::vector<at::Tensor>& outputs,
+      std::vector<std::vector<at::Tensor>>& inputs,
+      const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(
+      std::vector<at::Tensor>& outputs,
+      std::vector<std::vector<at::Tensor>>& inputs,
+      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input,
+      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> barrier(
+      const c10d::BarrierOptions& opts) override;
+
+  // --- p2p.cpp ---------------------------------------------------------
+  c10::intrusive_ptr<c10d::Work> alltoall_base(
+      at::Tensor& output, at::Tensor& input,
+      std::vector<int64_t>& output_splits, std::vector<int64_t>& input_splits,
+      const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors,
+                                      int dst, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors,
+                                      int src, int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(
+      std::vector<at::Tensor>& tensors, int tag) override;
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+
+  // --- beyond c10d -----------------------------------------------------
+  // The communicator on `device`, created on first use.
+  std::shared_ptr<Communicator> communicator(
+      std::optional<at::Device> device = std::nullopt);
+  bool has_communicator() const { return comm_ != nullptr; }
+  // new_group: non-members take part in the parent's split with no color.
+  void perform_nocolor_split(at::Device device);
+  // new_group: members create their communicator by splitting `parent`.
+  void set_split_source(c10::intrusive_ptr<Backend> parent, int color);
+  const c10::intrusive_ptr<GroupOptions>& options() const { return options_; }
+  c10::cuda::CUDAStream stream();
+  size_t pending_works() const;
+
+  // Buffer view of a tensor: pointer, element count and NCCL type.  Complex
+  // tensors are pairs of their real type.  Checks device and layout.
+  struct Buf {
+    void* ptr;
+    size_t count;
+    ncclDataType_t type;
+  };
+  Buf buf(const at::Tensor& t, const char* op) const;
+
+ private:
+  // Runs `fn(comm, stream, work)` on the backend stream after it has waited
+  // for the caller's current stream; see launch.h.
+  template <class Fn>
+  c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, at::Device device,
+                                        std::vector<at::Tensor> inputs,
+                                        std::vector<at::Tensor> outputs,
+                                        std::chrono::milliseconds timeout,
+                                        const char* what, Fn&& fn);
+  at::Device pick_device(const at::Tensor* t) const;
+  void adopt(std::shared_ptr<Communicator> comm, at::Device device);
+  void check_healthy() const;
+  void record_error(const std::string& msg);
+  // Reduce op for `t`; PreMulSum ops are queued for destruction after the
+  // enqueue (or after the coalescing group ends).
+  ncclRedOp_t reduce_op(const c10d::ReduceOp& op, const at::Tensor& t,
+                        ncclDataType_t type, Work& work, const char* what);
+  void destroy_redops();
+  std::chrono::milliseconds timeout_of(std::chrono::milliseconds t) const;
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<GroupOptions> options_;
+  std::shared_ptr<Communicator> comm_;
+  std::optional<c10::cuda::CUDAStream> stream_;
+  std::unique_ptr<at::cuda::CUDAEvent> ready_event_; // reused for stream sync
+  std::optional<at::Device> device_;
+  std::unique_ptr<Watchdog> watchdog_;
+  std::mutex init_mutex_;
+  std::atomic<uint64_t> seq_{0};
+  uint64_t uid_counter_ = 0;
+  std::string error_;
+  std::atomic<bool> failed_{false};
+  bool timed_out_ = false;
+
+  c10::intrusive_ptr<Backend> split_parent_;
+  int split_color_ = -1;
+
+  // Coalescing block (startCoalescing .. endCoalescing).
+  bool coalescing_ = false;
+  c10::intrusive_ptr<Work> coalesced_;
+  std::vector<ncclRedOp_t> redops_;
+};
+
+} // namespace nccl_core

@@ -1,0 +1,518 @@
+// Collectives of the nccl_core backend: reductions, broadcast, gathers.
+#include <ATen/ATen.h>
+
+#include "backend/backend.h"
+#include "backend/launch.h"
+#include "nccl/api.h"
+#include "nccl/types.h"
+
+namespace nccl_core {
+
+using c10d::OpType;
+using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+
+Backend::Buf Backend::buf(const at::Tensor& t, const char* op) const {
+  TORCH_CHECK_VALUE(t.defined(), "nccl_core ", op, ": undefined tensor");
+  TORCH_CHECK_VALUE(t.is_cuda(), "nccl_core ", op,
+                    ": tensors must be CUDA tensors, got a ", t.device().str(),
+                    " tensor");
+  TORCH_CHECK_VALUE(!device_ || t.device() == *device_, "nccl_core ", op,
+                    ": tensor is on ", t.device().str(),
+                    " but this group's communicator is on ", device_->str());
+  TORCH_CHECK_VALUE(!t.is_sparse(), "nccl_core ", op,
+                    ": sparse tensors are not supported");
+  TORCH_CHECK_VALUE(t.is_contiguous(), "nccl_core ", op,
+                    ": tensors must be contiguous (call .contiguous())");
+  if (t.is_complex()) {
+    auto real = at::toRealValueType(t.scalar_type());
+    return Buf{t.data_ptr(), static_cast<size_t>(t.numel()) * 2,
+               types::to_nccl_or_throw(real)};
+  }
+  auto type = types::to_nccl(t.scalar_type());
+  if (!type) {
+    C10_THROW_ERROR(TypeError, std::string("nccl_core ") + op + ": dtype " +
+                                   c10::toString(t.scalar_type()) +
+                                   " is not supported by NCCL");
+  }
+  return Buf{t.data_ptr(), static_cast<size_t>(t.numel()), *type};
+}
+
+ncclRedOp_t Backend::reduce_op(const c10d::ReduceOp& op, const at::Tensor& t,
+                               ncclDataType_t type, Work& work,
+                               const char* what) {
+  bool is_bool = t.scalar_type() == at::kBool;
+  bool complex = t.is_complex();
+  auto refuse = [&](const char* why) {
+    C10_THROW_ERROR(ValueError, std::string("nccl_core ") + what + ": " + why);
+  };
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM:
+      return is_bool ? ncclMax : ncclSum; // logical OR
+    case c10d::ReduceOp::PRODUCT:
+      if (complex) {
+        refuse("PRODUCT is not supported for complex tensors");
+      }
+      return is_bool ? ncclMin : ncclProd; // logical AND
+    case c10d::ReduceOp::MIN:
+    case c10d::ReduceOp::MAX:
+      if (complex) {
+        refuse("MIN/MAX are not defined for complex tensors");
+      }
+      return op.op_ == c10d::ReduceOp::MIN ? ncclMin : ncclMax;
+    case c10d::ReduceOp::AVG:
+      if (is_bool) {
+        refuse("AVG is not supported for bool tensors");
+      }
+      return ncclAvg;
+    case c10d::ReduceOp::PREMUL_SUM:
+      break;
+    case c10d::ReduceOp::BAND:
+    case c10d::ReduceOp::BOR:
+    case c10d::ReduceOp::BXOR:
+      refuse("bitwise reduce ops (BAND, BOR, BXOR) are not supported by NCCL");
+    default:
+      refuse("unknown reduce op");
+  }
+  // PREMUL_SUM: output = factor * sum(inputs), factor on host or device.
+  auto* sup =
+      dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
+  if (sup == nullptr) {
+    refuse("PREMUL_SUM without a factor; build it with "
+           "torch.distributed._make_nccl_premul_sum");
+  }
+  if (!types::is_floating(type) || type == ncclFloat8e4m3 ||
+      type == ncclFloat8e5m2) {
+    refuse("PREMUL_SUM needs a float16, bfloat16, float32 or float64 tensor");
+  }
+  ncclComm_t comm = comm_->get();
+  ncclRedOp_t out;
+  auto real_type = complex ? at::toRealValueType(t.scalar_type())
+                           : t.scalar_type();
+  if (sup->tensor_factor.defined()) {
+    TORCH_CHECK_VALUE(sup->tensor_factor.numel() == 1, "nccl_core ", what,
+                      ": PREMUL_SUM factor must have one element");
+    // NCCL reads the device scalar while the collective runs: keep it alive.
+    at::Tensor factor = sup->tensor_factor.to(t.device(), real_type).contiguous();
+    work.stash.push_back(factor);
+    NCCL_CORE_CHECK(comm, ncclRedOpCreatePreMulSum(&out, factor.data_ptr(), type,
+                                                   ncclScalarDevice, comm));
+  } else {
+    // A host scalar is read as sizeof(type) bytes: convert to that type.
+    at::Tensor scalar = at::scalar_tensor(sup->double_factor,
+                                          at::TensorOptions().dtype(real_type));
+    NCCL_CORE_CHECK(comm,
+                    ncclRedOpCreatePreMulSum(&out, scalar.data_ptr(), type,
+                                             ncclScalarHostImmediate, comm));
+  }
+  redops_.push_back(out);
+  return out;
+}
+
+namespace {
+
+void check_single(const std::vector<at::Tensor>& tensors, const char* op) {
+  TORCH_CHECK_VALUE(tensors.size() == 1, "nccl_core ", op,
+                    ": expects exactly one tensor per call (one GPU per "
+                    "process), got ", tensors.size());
+}
+
+void check_same(const at::Tensor& a, const at::Tensor& b, const char* op) {
+  TORCH_CHECK_TYPE(a.scalar_type() == b.scalar_type(), "nccl_core ", op,
+                   ": dtype mismatch between input (", a.scalar_type(),
+                   ") and output (", b.scalar_type(), ")");
+}
+
+// One flat tensor holding `n` copies of `like`'s shape, allocated on the
+// current (backend) stream.
+at::Tensor flat_like(const at::Tensor& like, int64_t n) {
+  std::vector<int64_t> shape{n};
+  shape.insert(shape.end(), like.sizes().begin(), like.sizes().end());
+  return at::empty(shape, like.options());
+}
+
+} // namespace
+
+WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors,
+                           const c10d::BroadcastOptions& opts) {
+  check_single(tensors, "broadcast");
+  auto& t = tensors[0];
+  TORCH_CHECK_VALUE(opts.rootRank >= 0 && opts.rootRank < size_,
+                    "nccl_core broadcast: root ", opts.rootRank,
+                    " out of range for group size ", size_);
+  auto dev = pick_device(&t);
+  return launch(OpType::BROADCAST, dev, {}, {t}, opts.timeout, "broadcast",
+                [&](Communicator& c, cudaStream_t s, Work&) {
+                  Buf b = buf(t, "broadcast");
+                  c.call(ncclBroadcast(b.ptr, b.ptr, b.count, b.type,
+                                       static_cast<int>(opts.rootRank), c.get(), s),
+                         "ncclBroadcast");
+                });
+}
+
+WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors,
+                           const c10d::AllreduceOptions& opts) {
+  check_single(tensors, "allreduce");
+  auto& t = tensors[0];
+  auto dev = pick_device(&t);
+  return launch(OpType::ALLREDUCE, dev, {}, {t}, opts.timeout, "allreduce",
+                [&](Communicator& c, cudaStream_t s, Work& w) {
+                  Buf b = buf(t, "allreduce");
+                  ncclRedOp_t op = reduce_op(opts.reduceOp, t, b.type, w, "allreduce");
+                  c.call(ncclAllReduce(b.ptr, b.ptr, b.count, b.type, op, c.get(), s),
+                         "ncclAllReduce");
+                });
+}
+
+WorkPtr Backend::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors,
+    const c10d::AllreduceCoalescedOptions& opts) {
+  TORCH_CHECK_VALUE(!tensors.empty(), "nccl_core allreduce_coalesced: no tensors");
+  auto dev = pick_device(&tensors[0]);
+  return launch(OpType::ALLREDUCE_COALESCED, dev, {}, tensors, opts.timeout,
+                "allreduce_coalesced",
+                [&](Communicator& c, cudaStream_t s, Work& w) {
+                  std::vector<Buf> bufs;
+                  std::vector<ncclRedOp_t> ops;
+                  for (auto& t : tensors) {
+                    bufs.push_back(buf(t, "allreduce_coalesced"));
+                    ops.push_back(reduce_op(opts.reduceOp, t, bufs.back().type, w,
+                                            "allreduce_coalesced"));
+                  }
+                  NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                  for (size_t i = 0; i < bufs.size(); ++i) {
+                    auto& b = bufs[i];
+                    NCCL_CORE_CHECK(c.get(), ncclAllReduce(b.ptr, b.ptr, b.count, b.type,
+                                                           ops[i], c.get(), s));
+                  }
+                  c.call(ncclGroupEnd(), "ncclGroupEnd");
+                });
+}
+
+WorkPtr Backend::reduce(std::vector<at::Tensor>& tensors,
+                        const c10d::ReduceOptions& opts) {
+  check_single(tensors, "reduce");
+  auto& t = tensors[0];
+  TORCH_CHECK_VALUE(opts.rootRank >= 0 && opts.rootRank < size_,
+                    "nccl_core reduce: root ", opts.rootRank,
+                    " out of range for group size ", size_);
+  auto dev = pick_device(&t);
+  return launch(OpType::REDUCE, dev, {}, {t}, opts.timeout, "reduce",
+                [&](Communicator& c, cudaStream_t s, Work& w) {
+                  Buf b = buf(t, "reduce");
+                  ncclRedOp_t op = reduce_op(opts.reduceOp, t, b.type, w, "reduce");
+                  c.call(ncclReduce(b.ptr, b.ptr, b.count, b.type, op,
+                                    static_cast<int>(opts.rootRank), c.get(), s),
+                         "ncclReduce");
+                });
+}
+
+WorkPtr Backend::_allgather_base(at::Tensor& output, at::Tensor& input,
+                                 const c10d::AllgatherOptions& opts) {
+  check_same(input, output, "all_gather_into_tensor");
+  TORCH_CHECK_VALUE(output.numel() == input.numel() * size_,
+                    "nccl_core all_gather_into_tensor: output has ",
+                    output.numel(), " elements, expected input numel x world size = ",
+                    input.numel() * size_);
+  auto dev = pick_device(&input);
+  return launch(OpType::_ALLGATHER_BASE, dev, {input}, {output}, opts.timeout,
+                "all_gather_into_tensor",
+                [&](Communicator& c, cudaStream_t s, Work&) {
+                  Buf in = buf(input, "all_gather_into_tensor");
+                  Buf out = buf(output, "all_gather_into_tensor");
+                  c.call(ncclAllGather(in.ptr, out.ptr, in.count, in.type, c.get(), s),
+                         "ncclAllGather");
+                });
+}
+
+WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                           std::vector<at::Tensor>& inputs,
+                           const c10d::AllgatherOptions& opts) {
+  check_single(inputs, "all_gather");
+  TORCH_CHECK_VALUE(outputs.size() == 1, "nccl_core all_gather: expects one output list");
+  auto& input = inputs[0];
+  auto& outs = outputs[0];
+  TORCH_CHECK_VALUE(static_cast<int>(outs.size()) == size_,
+                    "nccl_core all_gather: output list has ", outs.size(),
+                    " tensors, expected world size ", size_);
+  for (auto& o : outs) {
+    check_same(input, o, "all_gather");
+    TORCH_CHECK_VALUE(o.numel() == input.numel(),
+                      "nccl_core all_gather: output tensors must match the input "
+                      "size (uneven all_gather is not supported)");
+  }
+  auto dev = pick_device(&input);
+  return launch(OpType::ALLGATHER, dev, {input}, outs, opts.timeout, "all_gather",
+                [&](Communicator& c, cudaStream_t s, Work& w) {
+                  Buf in = buf(input, "all_gather");
+                  for (auto& o : outs) {
+                    buf(o, "all_gather");
+                  }
+                  at::Tensor flat = flat_like(input, size_);
+                  w.stash.push_back(flat);
+                  c.call(ncclAllGather(in.ptr, flat.data_ptr(), in.count, in.type,
+                                       c.get(), s),
+                         "ncclAllGather");
+                  w.epilogue.push_back([flat, outs = outs, n = size_]() mutable {
+                    for (int r = 0; r < n; ++r) {
+                      outs[r].copy_(flat[r].view_as(outs[r]), /*non_blocking=*/true);
+                    }
+                  });
+                });
+}
+
+WorkPtr Backend::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputs,
+    std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) {
+  TORCH_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
+                    "nccl_core allgather_coalesced: expects one output list per input");
+  std::vector<at::Tensor> all_outs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TORCH_CHECK_VALUE(static_cast<int>(outputs[i].size()) == size_,
+                      "nccl_core allgather_coalesced: output list ", i,
+                      " must have world size tensors");
+    for (auto& o : outputs[i]) {
+      check_same(inputs[i], o, "allgather_coalesced");
+      TORCH_CHECK_VALUE(o.numel() == inputs[i].numel(),
+                        "nccl_core allgather_coalesced: output size mismatch");
+      all_outs.push_back(o);
+    }
+  }
+  auto dev = pick_device(&inputs[0]);
+  return launch(OpType::ALLGATHER_COALESCED, dev, inputs, all_outs, opts.timeout,
+                "allgather_coalesced",
+                [&](Communicator& c, cudaStream_t s, Work& w) {
+                  std::vector<at::Tensor> flats;
+                  NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                  for (auto& in : inputs) {
+                    Buf b = buf(in, "allgather_coalesced");
+                    flats.push_back(flat_like(in, size_));
+                    NCCL_CORE_CHECK(c.get(), ncclAllGather(b.ptr, flats.back().data_ptr(),
+                                                           b.count, b.type, c.get(), s));
+                  }
+                  c.call(ncclGroupEnd(), "ncclGroupEnd");
+                  for (auto& f : flats) {
+                    w.stash.push_back(f);
+                  }
+                  w.epilogue.push_back([flats, outs = outputs, n = size_]() mutable {
+                    for (size_t i = 0; i < flats.size(); ++i) {
+                      for (int r = 0; r < n; ++r) {
+                        outs[i][r].copy_(flats[i][r].view_as(outs[i][r]), true);
+                      }
+                    }
+                  });
+                });
+}
+
+WorkPtr Backend::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  TORCH_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
+                    "nccl_core allgather_into_tensor_coalesced: expects as many "
+                    "outputs as inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    check_same(inputs[i], outputs[i], "allgather_into_tensor_coalesced");
+    TORCH_CHECK_VALUE(outputs[i].numel() == inputs[i].numel() * size_,
+                      "nccl_core allgather_into_tensor_coalesced: output ", i,
+                      " must have world size x input elements");
+  }
+  auto dev = pick_device(&inputs[0]);
+  return launch(OpType::COALESCED, dev, inputs, outputs, opts.timeout,
+                "allgather_into_tensor_coalesced",
+                [&](Communicator& c, cudaStream_t s, Work&) {
+                  NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                  for (size_t i = 0; i < inputs.size(); ++i) {
+                    Buf in = buf(inputs[i], "allgather_into_tensor_coalesced");
+                    Buf out = buf(outputs[i], "allgather_into_tensor_coalesced");
+                    NCCL_CORE_CHECK(c.get(), ncclAllGather(in.ptr, out.ptr, in.count,
+                                                           in.type, c.get(), s));
+                  }
+                  c.call(ncclGroupEnd(), "ncclGroupEnd");
+                });
+}
+
+WorkPtr Backend::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                        std::vector<at::Tensor>& inputs,
+                        const c10d::GatherOptions& opts) {
+  check_single(inputs, "gather");
+  auto& input = inputs[0];
+  int root = static_cast<int>(opts.rootRank);
+  TORCH_CHECK_VALUE(root >= 0 && root < size_, "nccl_core gather: root ", root,
+                    " out of range for group size ", size_);
+  std::vector<at::Tensor> outs;
+  if (rank_ == root) {
+    TORCH_CHECK_VALUE(outputs.size() == 1 &&
+                          static_cast<int>(outputs[0].size()) == size_,
+                      "nccl_core gather: the root needs a list of world size outputs");
+    for (auto& o : outputs[0]) {
+      check_same(input, o, "gather");
+      TORCH_CHECK_VALUE(o.numel() == input.numel(),
+                        "nccl_core gather: output size mismatch");
+    }
+    outs = outputs[0];
+  } else {
+    TORCH_CHECK_VALUE(outputs.empty() || outputs[0].empty(),
+                      "nccl_core gather: only the root takes output tensors");
+  }
+  auto dev = pick_device(&input);
+  return launch(OpType::GATHER, dev, {input}, outs, opts.timeout, "gather",
+                [&](Communicator& c, cudaStream_t s, Work& w) {
+                  Buf in = buf(input, "gather");
+                  void* recv = nullptr;
+                  at::Tensor flat;
+                  if (rank_ == root) {
+                    flat = flat_like(input, size_);
+                    w.stash.push_back(flat);
+                    recv = flat.data_ptr();
+                  }
+                  c.call(ncclGather(in.ptr, recv, in.count, in.type, root, c.get(), s),
+                         "ncclGather");
+                  w.epilogue.push_back([flat, outs = outs]() mutable {
+                    for (size_t r = 0; r < outs.size(); ++r) {
+                      outs[r].copy_(flat[r].view_as(outs[r]), true);
+                    }
+                  });
+                });
+}
+
+WorkPtr Backend::scatter(std::vector<at::Tensor>& outputs,
+                         std::vector<std::vector<at::Tensor>>& inputs,
+                         const c10d::ScatterOptions& opts) {
+  check_single(outputs, "scatter");
+  auto& output = outputs[0];
+  int root = static_cast<int>(opts.rootRank);
+  TORCH_CHECK_VALUE(root >= 0 && root < size_, "nccl_core scatter: root ", root,
+                    " out of range for group size ", size_);
+  std::vector<at::Tensor> ins;
+  if (rank_ == root) {
+    TORCH_CHECK_VALUE(inputs.size() == 1 &&
+                          static_cast<int>(inputs[0].size()) == size_,
+                      "nccl_core scatter: the root needs a list of world size inputs");
+    for (auto& i : inputs[0]) {
+      check_same(i, output, "scatter");
+      TORCH_CHECK_VALUE(i.numel() == output.numel(),
+                        "nccl_core scatter: input size mismatch");
+    }
+    ins = inputs[0];
+  }
+  auto dev = pick_device(&output);
+  return launch(OpType::SCATTER, dev, ins, {output}, opts.timeout, "scatter",
+                [&](Communicator& c, cudaStream_t s, Work& w) {
+                  Buf out = buf(output, "scatter");
+                  const void* send = nullptr;
+                  if (rank_ == root) {
+                    at::Tensor flat = at::stack(ins).contiguous();
+                    w.stash.push_back(flat);
+                    send = flat.data_ptr();
+                  }
+                  c.call(ncclScatter(send, out.ptr, out.count, out.type, root,
+                                     c.get(), s),
+                         "ncclScatter");
+                });
+}
+
+WorkPtr Backend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
+                                      const c10d::ReduceScatterOptions& opts) {
+  check_same(input, output, "reduce_scatter_tensor");
+  TORCH_CHECK_VALUE(input.numel() == output.numel() * size_,
+                    "nccl_core reduce_scatter_tensor: input has ", input.numel(),
+                    " elements, expected output numel x world size = ",
+                    output.numel() * size_);
+  auto dev = pick_device(&input);
+  return launch(OpType::_REDUCE_SCATTER_BASE, dev, {input}, {output}, opts.timeout,
+                "reduce_scatter_tensor",
+                [&](Communicator& c, cudaStream_t s, Work& w) {
+                  Buf in = buf(input, "reduce_scatter_tensor");
+                  Buf out = buf(output, "reduce_scatter_tensor");
+                  ncclRedOp_t op = reduce_op(opts.reduceOp, input, in.type, w,
+                                             "reduce_scatter_tensor");
+                  c.call(ncclReduceScatter(in.ptr, out.ptr, out.count, out.type, op,
+                                           c.get(), s),
+                         "ncclReduceScatter");
+                });
+}
+
+WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs,
+                                std::vector<std::vector<at::Tensor>>& inputs,
+                                const c10d::ReduceScatterOptions& opts) {
+  check_single(outputs, "reduce_scatter");
+  TORCH_CHECK_VALUE(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_,
+                    "nccl_core reduce_scatter: expects a list of world size inputs");
+  auto& output = outputs[0];
+  auto& ins = inputs[0];
+  for (auto& i : ins) {
+    check_same(i, output, "reduce_scatter");
+    TORCH_CHECK_VALUE(i.numel() == output.numel(),
+                      "nccl_core reduce_scatter: input size mismatch");
+  }
+  auto dev = pick_device(&output);
+  return launch(OpType::REDUCE_SCATTER, dev, ins, {output}, opts.timeout,
+                "reduce_scatter",
+                [&](Communicator& c, cudaStream_t s, Work& w) {
+                  Buf out = buf(output, "reduce_scatter");
+                  for (auto& i : ins) {
+                    buf(i, "reduce_scatter");
+                  }
+                  at::Tensor flat = at::stack(ins).contiguous();
+                  w.stash.push_back(flat);
+                  ncclRedOp_t op = reduce_op(opts.reduceOp, output, out.type, w,
+                                             "reduce_scatter");
+                  c.call(ncclReduceScatter(flat.data_ptr(), out.ptr, out.count,
+                                           out.type, op, c.get(), s),
+                         "ncclReduceScatter");
+                });
+}
+
+WorkPtr Backend::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
+                    "nccl_core reduce_scatter_tensor_coalesced: expects as many "
+                    "outputs as inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    check_same(inputs[i], outputs[i], "reduce_scatter_tensor_coalesced");
+    TORCH_CHECK_VALUE(inputs[i].numel() == outputs[i].numel() * size_,
+                      "nccl_core reduce_scatter_tensor_coalesced: input ", i,
+                      " must have world size x output elements");
+  }
+  auto dev = pick_device(&inputs[0]);
+  return launch(OpType::COALESCED, dev, inputs, outputs, opts.timeout,
+                "reduce_scatter_tensor_coalesced",
+                [&](Communicator& c, cudaStream_t s, Work& w) {
+                  std::vector<Buf> ins, outs;
+                  std::vector<ncclRedOp_t> ops;
+                  for (size_t i = 0; i < inputs.size(); ++i) {
+                    ins.push_back(buf(inputs[i], "reduce_scatter_tensor_coalesced"));
+                    outs.push_back(buf(outputs[i], "reduce_scatter_tensor_coalesced"));
+                    ops.push_back(reduce_op(opts.reduceOp, inputs[i], ins.back().type,
+                                            w, "reduce_scatter_tensor_coalesced"));
+                  }
+                  NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                  for (size_t i = 0; i < ins.size(); ++i) {
+                    NCCL_CORE_CHECK(c.get(),
+                                    ncclReduceScatter(ins[i].ptr, outs[i].ptr,
+                                                      outs[i].count, outs[i].type,
+                                                      ops[i], c.get(), s));
+                  }
+                  c.call(ncclGroupEnd(), "ncclGroupEnd");
+                });
+}
+
+WorkPtr Backend::barrier(const c10d::BarrierOptions& opts) {
+  at::Device dev = pick_device(nullptr);
+  if (!opts.device_ids.empty()) {
+    dev = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(opts.device_ids[0]));
+  }
+  communicator(dev);
+  at::Tensor token = at::zeros({1}, at::TensorOptions().device(dev).dtype(at::kFloat));
+  auto work = launch(OpType::BARRIER, dev, {}, {token}, opts.timeout, "barrier",
+                     [&](Communicator& c, cudaStream_t s, Work&) {
+                       c.call(ncclAllReduce(token.data_ptr(), token.data_ptr(), 1,
+                                            ncclFloat32, ncclSum, c.get(), s),
+                              "ncclAllReduce");
+                     });
+  // barrier() blocks the host in wait(), as with backend nccl.
+  static_cast<Work*>(work.get())->blocks_host = true;
+  return work;
+}
+
+} // namespace nccl_core

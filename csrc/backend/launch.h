@@ -1,0 +1,79 @@
+// The stream/event discipline every operation follows, written once.
+//
+// 1. Our stream waits on the caller's current stream (one reused event).
+// 2. `fn` enqueues NCCL calls on our stream; temporaries it allocates belong
+//    to our stream's pool.
+// 3. The Work records its end event on our stream and keeps inputs and
+//    outputs alive until the watchdog sees that event complete.
+// Inside a coalescing block the ops share one Work whose end event is
+// recorded by endCoalescing.  Under CUDA graph capture nothing is queried or
+// watched: the graph owns the memory and replays reuse the same pointers.
+#pragma once
+
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAGraphsUtils.cuh>
+#include <c10/cuda/CUDAGuard.h>
+
+#include "backend/backend.h"
+#include "backend/errors.h"
+#include "backend/watchdog.h"
+
+namespace nccl_core {
+
+template <class Fn>
+c10::intrusive_ptr<c10d::Work> Backend::launch(
+    c10d::OpType type, at::Device device, std::vector<at::Tensor> inputs,
+    std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout,
+    const char* what, Fn&& fn) {
+  try {
+    check_healthy();
+    std::shared_ptr<Communicator> comm = communicator(device);
+    c10::cuda::CUDAGuard guard(device);
+    auto current = at::cuda::getCurrentCUDAStream(device.index());
+    c10::cuda::CUDAStream stream = *stream_;
+    bool capturing = at::cuda::currentStreamCaptureStatusMayInitCtx() !=
+        at::cuda::CaptureStatus::None;
+
+    c10::intrusive_ptr<Work> work = coalescing_ ? coalesced_ : nullptr;
+    uint64_t seq = ++seq_;
+    if (!work) {
+      work = c10::make_intrusive<Work>(rank_, type, seq, device, comm,
+                                       timeout_of(timeout),
+                                       options_->blocking_wait);
+    }
+    work->captured = work->captured || capturing;
+    ready_event_->record(current);
+    ready_event_->block(stream);
+
+    for (auto& t : inputs) {
+      work->stash.push_back(std::move(t));
+    }
+    for (auto& t : outputs) {
+      work->stash.push_back(t);
+      work->outputs.push_back(std::move(t));
+    }
+    {
+      c10::cuda::CUDAStreamGuard on_stream(stream);
+      fn(*comm, stream.stream(), *work);
+      if (!coalescing_) {
+        work->run_epilogue();
+      }
+    }
+    if (coalescing_) {
+      coalesced_ = work;
+      return work;
+    }
+    destroy_redops();
+    work->record_end(stream);
+    if (!work->captured) {
+      watchdog_->watch(work, comm);
+    }
+    return work;
+  } catch (const c10::Error&) {
+    throw;
+  } catch (...) {
+    rethrow_as_dist_error(what);
+  }
+}
+
+} // namespace nccl_core

@@ -1,0 +1,29 @@
+// Options of a nccl_core process group (what `pg_options=` carries).
+#pragma once
+
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+#include "comm/communicator.h"
+
+namespace nccl_core {
+
+struct GroupOptions : c10d::Backend::Options {
+  explicit GroupOptions(
+      std::chrono::milliseconds timeout = kBackendDefaultTimeout)
+      : c10d::Backend::Options("nccl_core", timeout) {}
+
+  // Overrides Backend::Options::clone where torch has it (2.12+), so splits
+  // get an independent copy of the concrete type.
+  c10::intrusive_ptr<c10d::Backend::Options> clone() const {
+    return c10::make_intrusive<GroupOptions>(*this);
+  }
+
+  bool is_high_priority_stream = false;
+  // wait() blocks the CPU until the op completes (or times out).
+  bool blocking_wait = false;
+  // Period of the watchdog that retires work and detects timeouts.
+  std::chrono::milliseconds watchdog_interval{100};
+  CommConfig config;
+};
+
+} // namespace nccl_core

@@ -1,0 +1,216 @@
+// Point-to-point, all-to-all and coalescing blocks of the nccl_core backend.
+#include <ATen/ATen.h>
+
+#include "backend/backend.h"
+#include "backend/launch.h"
+#include "nccl/api.h"
+#include "nccl/types.h"
+
+namespace nccl_core {
+
+using c10d::OpType;
+using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+
+namespace {
+
+// Element offsets of each rank's block along dim 0 for split sizes (rows).
+std::vector<size_t> offsets(const std::vector<int64_t>& splits, size_t row) {
+  std::vector<size_t> out(splits.size() + 1, 0);
+  for (size_t i = 0; i < splits.size(); ++i) {
+    out[i + 1] = out[i] + static_cast<size_t>(splits[i]) * row;
+  }
+  return out;
+}
+
+void check_splits(const std::vector<int64_t>& splits, const at::Tensor& t,
+                  int size, const char* which) {
+  if (splits.empty()) {
+    TORCH_CHECK_VALUE(t.dim() > 0 && t.size(0) % size == 0,
+                      "nccl_core all_to_all_single: ", which,
+                      " dim 0 (", t.dim() > 0 ? t.size(0) : 0,
+                      ") must be divisible by the world size ", size);
+    return;
+  }
+  TORCH_CHECK_VALUE(static_cast<int>(splits.size()) == size,
+                    "nccl_core all_to_all_single: ", which, " split sizes have ",
+                    splits.size(), " entries, expected world size ", size);
+  int64_t total = 0;
+  for (int64_t s : splits) {
+    TORCH_CHECK_VALUE(s >= 0, "nccl_core all_to_all_single: negative split size");
+    total += s;
+  }
+  TORCH_CHECK_VALUE(t.dim() > 0 && total == t.size(0),
+                    "nccl_core all_to_all_single: ", which,
+                    " split sizes sum to ", total, " but dim 0 is ",
+                    t.dim() > 0 ? t.size(0) : 0);
+}
+
+void check_peer(int peer, int size, const char* op) {
+  TORCH_CHECK_VALUE(peer >= 0 && peer < size, "nccl_core ", op, ": peer rank ",
+                    peer, " out of range for group size ", size);
+}
+
+} // namespace
+
+WorkPtr Backend::alltoall_base(at::Tensor& output, at::Tensor& input,
+                               std::vector<int64_t>& output_splits,
+                               std::vector<int64_t>& input_splits,
+                               const c10d::AllToAllOptions& opts) {
+  TORCH_CHECK_TYPE(input.scalar_type() == output.scalar_type(),
+                   "nccl_core all_to_all_single: dtype mismatch between input (",
+                   input.scalar_type(), ") and output (", output.scalar_type(), ")");
+  check_splits(input_splits, input, size_, "input");
+  check_splits(output_splits, output, size_, "output");
+  bool even = input_splits.empty() && output_splits.empty();
+  if (even) {
+    TORCH_CHECK_VALUE(input.numel() == output.numel(),
+                      "nccl_core all_to_all_single: input and output sizes differ");
+  }
+  auto dev = pick_device(&input);
+  return launch(OpType::ALLTOALL_BASE, dev, {input}, {output}, opts.timeout,
+                "all_to_all_single",
+                [&](Communicator& c, cudaStream_t s, Work&) {
+                  Buf in = buf(input, "all_to_all_single");
+                  Buf out = buf(output, "all_to_all_single");
+                  if (even) {
+                    c.call(ncclAlltoAll(in.ptr, out.ptr, in.count / size_, in.type,
+                                        c.get(), s),
+                           "ncclAlltoAll");
+                    return;
+                  }
+                  // Elements per dim-0 row (complex counted as real pairs).
+                  size_t in_row = input.size(0) ? in.count / input.size(0) : 0;
+                  size_t out_row = output.size(0) ? out.count / output.size(0) : 0;
+                  auto in_splits = input_splits.empty()
+                      ? std::vector<int64_t>(size_, input.size(0) / size_)
+                      : input_splits;
+                  auto out_splits = output_splits.empty()
+                      ? std::vector<int64_t>(size_, output.size(0) / size_)
+                      : output_splits;
+                  auto in_off = offsets(in_splits, in_row);
+                  auto out_off = offsets(out_splits, out_row);
+                  size_t esz = types::element_size(in.type);
+                  auto* send = static_cast<char*>(in.ptr);
+                  auto* recv = static_cast<char*>(out.ptr);
+                  NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                  for (int r = 0; r < size_; ++r) {
+                    size_t n_send = in_off[r + 1] - in_off[r];
+                    size_t n_recv = out_off[r + 1] - out_off[r];
+                    if (n_send > 0) {
+                      NCCL_CORE_CHECK(c.get(), ncclSend(send + in_off[r] * esz, n_send,
+                                                        in.type, r, c.get(), s));
+                    }
+                    if (n_recv > 0) {
+                      NCCL_CORE_CHECK(c.get(), ncclRecv(recv + out_off[r] * esz, n_recv,
+                                                        out.type, r, c.get(), s));
+                    }
+                  }
+                  c.call(ncclGroupEnd(), "ncclGroupEnd");
+                });
+}
+
+WorkPtr Backend::alltoall(std::vector<at::Tensor>& outputs,
+                          std::vector<at::Tensor>& inputs,
+                          const c10d::AllToAllOptions& opts) {
+  TORCH_CHECK_VALUE(static_cast<int>(inputs.size()) == size_ &&
+                        static_cast<int>(outputs.size()) == size_,
+                    "nccl_core all_to_all: expects world size input and output lists");
+  for (int r = 0; r < size_; ++r) {
+    TORCH_CHECK_TYPE(inputs[r].scalar_type() == outputs[r].scalar_type(),
+                     "nccl_core all_to_all: dtype mismatch at index ", r);
+  }
+  auto dev = pick_device(&inputs[0]);
+  return launch(OpType::ALLTOALL, dev, inputs, outputs, opts.timeout, "all_to_all",
+                [&](Communicator& c, cudaStream_t s, Work&) {
+                  std::vector<Buf> ins, outs;
+                  for (int r = 0; r < size_; ++r) {
+                    ins.push_back(buf(inputs[r], "all_to_all"));
+                    outs.push_back(buf(outputs[r], "all_to_all"));
+                  }
+                  NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                  for (int r = 0; r < size_; ++r) {
+                    NCCL_CORE_CHECK(c.get(), ncclSend(ins[r].ptr, ins[r].count,
+                                                      ins[r].type, r, c.get(), s));
+                    NCCL_CORE_CHECK(c.get(), ncclRecv(outs[r].ptr, outs[r].count,
+                                                      outs[r].type, r, c.get(), s));
+                  }
+                  c.call(ncclGroupEnd(), "ncclGroupEnd");
+                });
+}
+
+WorkPtr Backend::send(std::vector<at::Tensor>& tensors, int dst, int /*tag*/) {
+  TORCH_CHECK_VALUE(tensors.size() == 1, "nccl_core send: expects one tensor");
+  check_peer(dst, size_, "send");
+  auto& t = tensors[0];
+  auto dev = pick_device(&t);
+  return launch(OpType::SEND, dev, {t}, {}, c10d::kUnsetTimeout, "send",
+                [&](Communicator& c, cudaStream_t s, Work&) {
+                  Buf b = buf(t, "send");
+                  c.call(ncclSend(b.ptr, b.count, b.type, dst, c.get(), s), "ncclSend");
+                });
+}
+
+WorkPtr Backend::recv(std::vector<at::Tensor>& tensors, int src, int /*tag*/) {
+  TORCH_CHECK_VALUE(tensors.size() == 1, "nccl_core recv: expects one tensor");
+  check_peer(src, size_, "recv");
+  auto& t = tensors[0];
+  auto dev = pick_device(&t);
+  return launch(OpType::RECV, dev, {}, {t}, c10d::kUnsetTimeout, "recv",
+                [&](Communicator& c, cudaStream_t s, Work&) {
+                  Buf b = buf(t, "recv");
+                  c.call(ncclRecv(b.ptr, b.count, b.type, src, c.get(), s), "ncclRecv");
+                });
+}
+
+WorkPtr Backend::recvAnysource(std::vector<at::Tensor>& /*tensors*/,
+                               int /*tag*/) {
+  C10_THROW_ERROR(ValueError,
+                  "nccl_core recv: receiving from any source is not possible "
+                  "with NCCL; pass src= explicitly");
+}
+
+void Backend::startCoalescing() {
+  TORCH_CHECK(!coalescing_,
+              "nccl_core: startCoalescing inside an unfinished coalescing block");
+  check_healthy();
+  NCCL_CORE_CHECK(nullptr, ncclGroupStart());
+  coalescing_ = true;
+  coalesced_.reset();
+}
+
+WorkPtr Backend::endCoalescing() {
+  TORCH_CHECK(coalescing_, "nccl_core: endCoalescing without startCoalescing");
+  coalescing_ = false;
+  c10::intrusive_ptr<Work> work = std::move(coalesced_);
+  coalesced_.reset();
+  try {
+    if (!work) {
+      // Nothing was enqueued: close the group and hand back a finished work.
+      NCCL_CORE_CHECK(nullptr, ncclGroupEnd());
+      auto dev = pick_device(nullptr);
+      auto comm = communicator(dev);
+      auto empty = c10::make_intrusive<Work>(rank_, OpType::COALESCED, seq_.load(),
+                                             dev, comm, options_->timeout,
+                                             options_->blocking_wait);
+      empty->record_end(*stream_);
+      return empty;
+    }
+    comm_->call(ncclGroupEnd(), "ncclGroupEnd");
+    destroy_redops();
+    {
+      c10::cuda::CUDAStreamGuard on_stream(*stream_);
+      work->run_epilogue();
+    }
+    work->record_end(*stream_);
+    if (!work->captured) {
+      watchdog_->watch(work, comm_);
+    }
+    return work;
+  } catch (const c10::Error&) {
+    throw;
+  } catch (...) {
+    rethrow_as_dist_error("endCoalescing");
+  }
+}
+
+} // namespace nccl_core

@@ -1,0 +1,127 @@
+#include "backend/watchdog.h"
+
+#include <algorithm>
+
+#include "backend/errors.h"
+#include "backend/work.h"
+#include "comm/communicator.h"
+#include "nccl/api.h"
+
+namespace nccl_core {
+
+Watchdog::Watchdog(std::chrono::milliseconds interval,
+                   std::function<void(const std::string&)> on_error)
+    : interval_(interval), on_error_(std::move(on_error)) {
+  thread_ = std::thread([this] { run(); });
+}
+
+Watchdog::~Watchdog() {
+  stop();
+}
+
+void Watchdog::stop() {
+  if (stop_.exchange(true)) {
+    return;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  entries_.clear();
+}
+
+void Watchdog::watch(c10::intrusive_ptr<Work> work,
+                     std::shared_ptr<Communicator> comm) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  entries_.push_back(Entry{std::move(work), std::move(comm)});
+}
+
+size_t Watchdog::pending() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.size();
+}
+
+void Watchdog::run() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stop_.load()) {
+    cv_.wait_for(lock, interval_, [this] { return stop_.load(); });
+    if (stop_.load()) {
+      break;
+    }
+    lock.unlock();
+    try {
+      sweep();
+    } catch (const std::exception& e) {
+      fail_all(std::string("nccl_core watchdog: ") + e.what());
+    }
+    lock.lock();
+  }
+}
+
+void Watchdog::sweep() {
+  std::vector<Entry> snapshot;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    snapshot = entries_;
+  }
+  if (snapshot.empty()) {
+    return;
+  }
+  auto now = std::chrono::steady_clock::now();
+  std::vector<Work*> done;
+  for (auto& e : snapshot) {
+    if (e.work->exception() != nullptr || e.work->gpu_done()) {
+      done.push_back(e.work.get());
+      continue;
+    }
+    if (e.work->expired(now)) {
+      fail_all("nccl_core: " + c10d::opTypeToString(e.work->retrieveOpType()) +
+               " (seq " + std::to_string(e.work->getSequencenumber()) +
+               ") timed out after " +
+               std::to_string(e.work->getTimeout().count()) +
+               " ms; communicator aborted");
+      return;
+    }
+    if (e.comm && e.comm->is_live()) {
+      ncclResult_t err = e.comm->async_error();
+      if (err != ncclSuccess && err != ncclInProgress) {
+        fail_all("nccl_core: NCCL async error: " +
+                 std::string(ncclGetErrorString(err)) + " (" +
+                 e.comm->last_error() + "); communicator aborted");
+        return;
+      }
+    }
+  }
+  for (Work* w : done) {
+    w->release_tensors();
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  entries_.erase(
+      std::remove_if(entries_.begin(), entries_.end(),
+                     [&](const Entry& e) {
+                       return std::find(done.begin(), done.end(),
+                                        e.work.get()) != done.end();
+                     }),
+      entries_.end());
+}
+
+void Watchdog::fail_all(const std::string& msg) {
+  std::vector<Entry> failed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failed.swap(entries_);
+  }
+  auto err = dist_backend_error(msg);
+  for (auto& e : failed) {
+    if (e.comm) {
+      e.comm->abort();
+    }
+  }
+  for (auto& e : failed) {
+    e.work->set_error(err);
+  }
+  on_error_(msg);
+}
+
+} // namespace nccl_core

@@ -1,0 +1,56 @@
+// Watchdog: one thread per backend that retires finished work (releasing the
+// tensors it kept alive), and turns timeouts and NCCL async errors into an
+// aborted communicator plus a DistBackendError on every pending work.
+#pragma once
+
+#include <c10/util/intrusive_ptr.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace nccl_core {
+
+class Work;
+class Communicator;
+
+class Watchdog {
+ public:
+  // `on_error(msg)` runs on the watchdog thread after the communicator has
+  // been aborted (the backend records the error for later calls).
+  Watchdog(std::chrono::milliseconds interval,
+           std::function<void(const std::string&)> on_error);
+  ~Watchdog();
+
+  void watch(c10::intrusive_ptr<Work> work, std::shared_ptr<Communicator> comm);
+  // Number of works not yet retired.
+  size_t pending() const;
+  // Stops the thread; pending work is dropped (the comm is gone).
+  void stop();
+
+ private:
+  void run();
+  void sweep();
+  void fail_all(const std::string& msg);
+
+  struct Entry {
+    c10::intrusive_ptr<Work> work;
+    std::shared_ptr<Communicator> comm;
+  };
+
+  const std::chrono::milliseconds interval_;
+  std::function<void(const std::string&)> on_error_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<Entry> entries_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+} // namespace nccl_core

@@ -1,0 +1,183 @@
+#include "backend/work.h"
+
+#include <ATen/cuda/CUDAContext.h>
+#include <ATen/core/ivalue.h>
+#include <c10/cuda/CUDAGuard.h>
+
+#include <thread>
+
+#include "backend/errors.h"
+#include "comm/communicator.h"
+
+namespace nccl_core {
+
+Work::Work(int rank, c10d::OpType type, uint64_t seq, at::Device device,
+           std::shared_ptr<Communicator> comm,
+           std::chrono::milliseconds timeout, bool blocking_wait)
+    : c10d::Work(rank, type),
+      seq_(seq),
+      device_(device),
+      comm_(std::move(comm)),
+      timeout_(timeout),
+      blocking_wait_(blocking_wait),
+      start_(std::chrono::steady_clock::now()),
+      end_event_(cudaEventDisableTiming) {}
+
+Work::~Work() = default;
+
+void Work::record_end(const c10::cuda::CUDAStream& stream) {
+  end_event_.record(stream);
+  recorded = true;
+}
+
+bool Work::gpu_done() {
+  if (done_.load(std::memory_order_acquire)) {
+    return true;
+  }
+  if (!recorded || captured) {
+    return false;
+  }
+  if (end_event_.query()) {
+    done_.store(true, std::memory_order_release);
+    return true;
+  }
+  return false;
+}
+
+bool Work::isCompleted() {
+  if (exception() != nullptr) {
+    return true;
+  }
+  return gpu_done();
+}
+
+bool Work::isSuccess() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return done_.load() && exception_ == nullptr;
+}
+
+std::exception_ptr Work::exception() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return exception_;
+}
+
+void Work::set_error(std::exception_ptr error) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (exception_ == nullptr) {
+    exception_ = std::move(error);
+  }
+}
+
+void Work::rethrow_if_failed() const {
+  auto e = exception();
+  if (e != nullptr) {
+    std::rethrow_exception(e);
+  }
+}
+
+std::vector<at::Tensor> Work::result() {
+  return outputs;
+}
+
+bool Work::expired(std::chrono::steady_clock::time_point now) const {
+  return timeout_.count() > 0 && now - start_ > timeout_;
+}
+
+void Work::run_epilogue() {
+  for (auto& fn : epilogue) {
+    fn();
+  }
+  epilogue.clear();
+}
+
+void Work::release_tensors() {
+  stash.clear();
+  // Outputs stay: result() and futures hand them out after completion.
+}
+
+void Work::blockCurrentStream() {
+  TORCH_CHECK(recorded,
+              "nccl_core: wait() on an operation inside an unfinished "
+              "coalescing block; wait on the work that ends the block");
+  end_event_.block(at::cuda::getCurrentCUDAStream(device_.index()));
+}
+
+void Work::synchronize() {
+  blockCurrentStream();
+  if (blocks_host && !captured) {
+    wait_on_host(timeout_);
+  }
+}
+
+bool Work::wait(std::chrono::milliseconds timeout) {
+  rethrow_if_failed();
+  if (captured) {
+    blockCurrentStream();
+    return true;
+  }
+  if (blocking_wait_ || blocks_host) {
+    wait_on_host(timeout == kNoTimeout ? timeout_ : timeout);
+  }
+  blockCurrentStream();
+  return true;
+}
+
+void Work::wait_on_host(std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::microseconds(1);
+  while (!gpu_done()) {
+    rethrow_if_failed();
+    if (timeout.count() > 0 && std::chrono::steady_clock::now() > deadline) {
+      auto err = dist_backend_error(
+          "nccl_core: " + c10d::opTypeToString(opType_) + " (seq " +
+          std::to_string(seq_) + ") timed out after " +
+          std::to_string(timeout.count()) + " ms; communicator aborted");
+      set_error(err);
+      if (comm_) {
+        comm_->abort();
+      }
+      std::rethrow_exception(err);
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(500));
+  }
+  rethrow_if_failed();
+}
+
+void Work::abort() {
+  set_error(dist_backend_error("nccl_core: work aborted"));
+  if (comm_) {
+    comm_->abort();
+  }
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> Work::getFuture() {
+  std::lock_guard<std::mutex> lock(future_mutex_);
+  if (future_) {
+    return future_;
+  }
+  future_ = c10::make_intrusive<c10::ivalue::Future>(
+      c10::ListType::create(c10::TensorType::get()),
+      std::vector<c10::Device>{device_});
+  if (auto e = exception()) {
+    future_->setError(e);
+    return future_;
+  }
+  // The future's CUDA events must mark this op's end: complete it from a
+  // side stream that waits on our end event.
+  auto side = at::cuda::getStreamFromPool(false, device_.index());
+  end_event_.block(side);
+  c10::cuda::CUDAStreamGuard guard(side);
+  future_->markCompleted(c10::IValue(outputs));
+  return future_;
+}
+
+uint64_t Work::getSequencenumber() const {
+  return seq_;
+}
+
+std::chrono::milliseconds Work::getTimeout() const {
+  return timeout_;
+}
+
+} // namespace nccl_core

@@ -1,0 +1,83 @@
+// Work: the handle of one enqueued operation (or one coalesced group).
+//
+// Completion is tracked with an end event recorded on the backend's stream.
+// `wait()` makes the caller's current stream wait on that event (no CPU
+// block) unless blocking wait is on or the op blocks the host (barrier).
+// Inputs and outputs are held here until the watchdog sees the event
+// complete, so the caller may drop them right after the call.
+#pragma once
+
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <vector>
+
+namespace nccl_core {
+
+class Communicator;
+
+class Work : public c10d::Work {
+ public:
+  Work(int rank, c10d::OpType type, uint64_t seq, at::Device device,
+       std::shared_ptr<Communicator> comm, std::chrono::milliseconds timeout,
+       bool blocking_wait);
+  ~Work() override;
+
+  bool isCompleted() override;
+  bool isSuccess() const override;
+  std::exception_ptr exception() const override;
+  std::vector<at::Tensor> result() override;
+  void synchronize() override;
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
+  void blockCurrentStream() override;
+  void abort() override;
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  uint64_t getSequencenumber() const override;
+  std::chrono::milliseconds getTimeout() const;
+
+  // --- used by the backend and the watchdog ---------------------------
+  // Records the end event on `stream`: the op is now fully enqueued.
+  void record_end(const c10::cuda::CUDAStream& stream);
+  // True once the GPU has passed the end event (never during capture).
+  bool gpu_done();
+  // Runs and clears `epilogue` (on the current stream: the backend's).
+  void run_epilogue();
+  // Sets the error every waiter will see; first error wins.
+  void set_error(std::exception_ptr error);
+  // True once `timeout` has passed since the op was enqueued.
+  bool expired(std::chrono::steady_clock::time_point now) const;
+  // Drops the tensors the GPU no longer needs.
+  void release_tensors();
+
+  std::vector<at::Tensor> outputs;
+  std::vector<at::Tensor> stash; // inputs and temporaries kept alive
+  // Runs after the NCCL calls are launched (after the group ends inside a
+  // coalescing block): copies out of temporaries.
+  std::vector<std::function<void()>> epilogue;
+  bool blocks_host = false;      // barrier: wait() blocks the CPU
+  bool captured = false;         // enqueued during CUDA graph capture
+  bool recorded = false;         // end event recorded
+
+ private:
+  // Blocks the CPU until the end event, an error, or the timeout.
+  void wait_on_host(std::chrono::milliseconds timeout);
+  void rethrow_if_failed() const;
+
+  const uint64_t seq_;
+  const at::Device device_;
+  std::shared_ptr<Communicator> comm_;
+  const std::chrono::milliseconds timeout_;
+  const bool blocking_wait_;
+  const std::chrono::steady_clock::time_point start_;
+  at::cuda::CUDAEvent end_event_;
+  std::atomic<bool> done_{false};
+  std::mutex future_mutex_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+} // namespace nccl_core

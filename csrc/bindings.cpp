@@ -1,0 +1,112 @@
+// The pybind11 module nccl_core_backend._C: the only file that includes
+// pybind headers.
+#include <pybind11/chrono.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "backend/backend.h"
+#include "nccl/api.h"
+
+namespace py = pybind11;
+using nccl_core::Backend;
+using nccl_core::GroupOptions;
+
+namespace {
+
+void translate_errors(std::exception_ptr p) {
+  try {
+    if (p) {
+      std::rethrow_exception(p);
+    }
+  } catch (const nccl_core::NcclInvalid& e) {
+    auto errors = py::module_::import("nccl_core_backend.errors");
+    py::object exc = errors.attr("NcclInvalid")(e.what(),
+                                                static_cast<int>(ncclInvalidArgument));
+    PyErr_SetObject(errors.attr("NcclInvalid").ptr(), exc.ptr());
+  } catch (const nccl_core::NcclUnsupported& e) {
+    auto errors = py::module_::import("nccl_core_backend.errors");
+    py::object exc = errors.attr("NcclUnsupported")(e.what(),
+                                                    static_cast<int>(e.result()));
+    PyErr_SetObject(errors.attr("NcclUnsupported").ptr(), exc.ptr());
+  } catch (const nccl_core::NcclError& e) {
+    auto errors = py::module_::import("nccl_core_backend.errors");
+    py::object exc = errors.attr("NcclError")(e.what(), static_cast<int>(e.result()));
+    PyErr_SetObject(errors.attr("NcclError").ptr(), exc.ptr());
+  }
+}
+
+template <class T>
+c10::intrusive_ptr<T> copy_of(const T& o) {
+  return c10::make_intrusive<T>(o);
+}
+
+} // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "nccl_core C++ extension";
+  // The c10d base classes must be registered before we derive from them.
+  py::module_::import("torch.distributed");
+  py::register_exception_translator(&translate_errors);
+
+  m.def("nccl_version", [] { return nccl_core::api::loaded_version(); },
+        "Version code of the NCCL library loaded in this process.");
+  m.def("build_nccl_version", [] { return NCCL_VERSION_CODE; },
+        "Version code of the NCCL headers the extension was built with.");
+  m.def("has_symbol", [](const std::string& name) {
+    return nccl_core::api::find_symbol(name.c_str()) != nullptr;
+  }, "Whether the loaded NCCL exports `name`.");
+
+  py::class_<GroupOptions, c10d::Backend::Options, c10::intrusive_ptr<GroupOptions>>(
+      m, "Options", "Options of a nccl_core process group (pg_options=).")
+      .def(py::init<std::chrono::milliseconds>(),
+           py::arg("timeout") = kBackendDefaultTimeout)
+      .def_readwrite("is_high_priority_stream", &GroupOptions::is_high_priority_stream)
+      .def_readwrite("blocking_wait", &GroupOptions::blocking_wait)
+      .def_readwrite("watchdog_interval", &GroupOptions::watchdog_interval)
+      .def_property(
+          "cga_cluster_size", [](const GroupOptions& o) { return o.config.cga_cluster_size; },
+          [](GroupOptions& o, int v) { o.config.cga_cluster_size = v; })
+      .def_property(
+          "min_ctas", [](const GroupOptions& o) { return o.config.min_ctas; },
+          [](GroupOptions& o, int v) { o.config.min_ctas = v; })
+      .def_property(
+          "max_ctas", [](const GroupOptions& o) { return o.config.max_ctas; },
+          [](GroupOptions& o, int v) { o.config.max_ctas = v; })
+      .def_property(
+          "split_share", [](const GroupOptions& o) { return o.config.split_share; },
+          [](GroupOptions& o, int v) { o.config.split_share = v; })
+      .def_property(
+          "cta_policy", [](const GroupOptions& o) { return o.config.cta_policy; },
+          [](GroupOptions& o, int v) { o.config.cta_policy = v; })
+      .def_property(
+          "traffic_class", [](const GroupOptions& o) { return o.config.traffic_class; },
+          [](GroupOptions& o, int v) { o.config.traffic_class = v; })
+      .def_property(
+          "net_name", [](const GroupOptions& o) { return o.config.net_name; },
+          [](GroupOptions& o, const std::string& v) { o.config.net_name = v; })
+      .def_property(
+          "comm_name", [](const GroupOptions& o) { return o.config.comm_name; },
+          [](GroupOptions& o, const std::string& v) { o.config.comm_name = v; })
+      .def("__copy__", [](const GroupOptions& o) { return copy_of(o); })
+      .def("__deepcopy__", [](const GroupOptions& o, py::dict) { return copy_of(o); });
+
+  py::class_<Backend, c10d::Backend, c10::intrusive_ptr<Backend>>(
+      m, "ProcessGroupNcclCore", "The nccl_core c10d backend.")
+      .def(py::init<c10::intrusive_ptr<c10d::Store>, int, int,
+                    c10::intrusive_ptr<GroupOptions>>(),
+           py::arg("store"), py::arg("rank"), py::arg("size"),
+           py::arg("options"), py::call_guard<py::gil_scoped_release>())
+      .def("perform_nocolor_split", &Backend::perform_nocolor_split,
+           py::arg("device"), py::call_guard<py::gil_scoped_release>())
+      .def("_set_split_source", &Backend::set_split_source, py::arg("parent"),
+           py::arg("color"))
+      .def("_has_communicator", &Backend::has_communicator)
+      .def("_pending_works", &Backend::pending_works)
+      .def_property_readonly("nccl_core_options", &Backend::options)
+      .def("_stream", [](Backend& b) {
+        auto s = b.stream();
+        return py::make_tuple(s.id(), s.device_index(),
+                              static_cast<int>(s.device_type()));
+      }, "(stream_id, device_index, device_type) of the backend's stream.");
+}

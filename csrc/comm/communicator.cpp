@@ -1,0 +1,256 @@
+#include "comm/communicator.h"
+
+#include <thread>
+
+#include "nccl/api.h"
+
+namespace nccl_core {
+
+namespace {
+
+// Restores the caller's CUDA device on scope exit.
+class DeviceScope {
+ public:
+  explicit DeviceScope(int device) {
+    NCCL_CORE_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != device) {
+      NCCL_CORE_CUDA_CHECK(cudaSetDevice(device));
+    }
+  }
+  ~DeviceScope() { (void)cudaSetDevice(previous_); }
+
+ private:
+  int previous_ = 0;
+};
+
+ncclConfig_t to_nccl(const CommConfig& c) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0; // every wait is bounded by our own timeout
+  config.cgaClusterSize = c.cga_cluster_size;
+  config.minCTAs = c.min_ctas;
+  config.maxCTAs = c.max_ctas;
+  config.splitShare = c.split_share;
+  config.CTAPolicy = c.cta_policy;
+  config.trafficClass = c.traffic_class;
+  config.netName = c.net_name.empty() ? nullptr : c.net_name.c_str();
+  config.commName = c.comm_name.empty() ? nullptr : c.comm_name.c_str();
+  return config;
+}
+
+// Polls a freshly created/split comm; aborts and throws on error or timeout.
+void await_comm(ncclComm_t comm, std::chrono::milliseconds timeout,
+                const char* what) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::microseconds(10);
+  while (true) {
+    ncclResult_t state = ncclSuccess;
+    ncclResult_t r = ncclCommGetAsyncError(comm, &state);
+    if (r != ncclSuccess) {
+      state = r;
+    }
+    if (state == ncclSuccess) {
+      return;
+    }
+    if (state != ncclInProgress) {
+      std::string last = ncclGetLastError(comm);
+      (void)ncclCommAbort(comm);
+      throw NcclError(state, std::string(what) + " failed: " +
+                                 ncclGetErrorString(state) +
+                                 (last.empty() ? "" : " (" + last + ")"));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      (void)ncclCommAbort(comm);
+      throw NcclError(
+          ncclInProgress,
+          std::string(what) + " did not complete within " +
+              std::to_string(timeout.count()) +
+              " ms (a rank may be missing or stuck); communicator aborted");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
+}
+
+} // namespace
+
+Communicator::Communicator(ncclComm_t comm, int nranks, int rank, int device,
+                           std::chrono::milliseconds timeout)
+    : comm_(comm),
+      nranks_(nranks),
+      rank_(rank),
+      device_(device),
+      timeout_(timeout) {}
+
+Communicator::~Communicator() {
+  // An owner that forgot to finalize must not leak the comm; abort never
+  // blocks on peers, unlike destroy.
+  abort();
+}
+
+ncclUniqueId Communicator::new_unique_id() {
+  ncclUniqueId id;
+  NCCL_CORE_CHECK(nullptr, ncclGetUniqueId(&id));
+  return id;
+}
+
+std::shared_ptr<Communicator> Communicator::adopt(
+    ncclComm_t comm, int device, std::chrono::milliseconds timeout,
+    const char* what) {
+  await_comm(comm, timeout, what);
+  int nranks = 0, rank = 0;
+  NCCL_CORE_CHECK(comm, ncclCommCount(comm, &nranks));
+  NCCL_CORE_CHECK(comm, ncclCommUserRank(comm, &rank));
+  return std::shared_ptr<Communicator>(
+      new Communicator(comm, nranks, rank, device, timeout));
+}
+
+std::shared_ptr<Communicator> Communicator::create(
+    const ncclUniqueId& id, int nranks, int rank, int device,
+    const CommConfig& config, std::chrono::milliseconds timeout) {
+  DeviceScope scope(device);
+  ncclConfig_t cfg = to_nccl(config);
+  ncclComm_t comm = nullptr;
+  ncclResult_t r = ncclCommInitRankConfig(&comm, nranks, id, rank, &cfg);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    if (comm != nullptr) {
+      (void)ncclCommAbort(comm);
+    }
+    NCCL_CORE_CHECK(nullptr, r);
+  }
+  return adopt(comm, device, timeout, "ncclCommInitRankConfig");
+}
+
+std::shared_ptr<Communicator> Communicator::split(
+    int color, int key, const CommConfig& config,
+    std::chrono::milliseconds timeout) {
+  DeviceScope scope(device_);
+  ncclConfig_t cfg = to_nccl(config);
+  ncclComm_t child = nullptr;
+  ncclComm_t parent = get();
+  ncclResult_t r = ncclCommSplit(parent, color < 0 ? NCCL_SPLIT_NOCOLOR : color,
+                                 key, &child, &cfg);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    NCCL_CORE_CHECK(parent, r);
+  }
+  // The split is collective on the parent: wait for it there too.
+  wait_ready("ncclCommSplit");
+  if (child == nullptr) {
+    return nullptr;
+  }
+  return adopt(child, device_, timeout, "ncclCommSplit");
+}
+
+std::shared_ptr<Communicator> Communicator::shrink(
+    const std::vector<int>& exclude, int flags, const CommConfig& config,
+    std::chrono::milliseconds timeout) {
+  DeviceScope scope(device_);
+  ncclConfig_t cfg = to_nccl(config);
+  ncclComm_t child = nullptr;
+  ncclComm_t parent = get();
+  std::vector<int> ranks(exclude);
+  ncclResult_t r = ncclCommShrink(parent, ranks.data(),
+                                  static_cast<int>(ranks.size()), &child, &cfg,
+                                  flags);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    NCCL_CORE_CHECK(parent, r);
+  }
+  if (child == nullptr) {
+    return nullptr;
+  }
+  return adopt(child, device_, timeout, "ncclCommShrink");
+}
+
+ncclComm_t Communicator::get() const {
+  State s = state_.load();
+  if (s != State::Live) {
+    throw NcclInvalid(s == State::Aborted
+                          ? "communicator has been aborted"
+                          : "communicator has been destroyed");
+  }
+  return comm_;
+}
+
+void Communicator::call(ncclResult_t result, const char* what) {
+  if (api::check(result, what, comm_)) {
+    wait_ready(what);
+  }
+}
+
+void Communicator::wait_ready(const char* what) {
+  ncclComm_t comm = get();
+  auto deadline = std::chrono::steady_clock::now() + timeout_.load();
+  auto pause = std::chrono::microseconds(1);
+  while (true) {
+    ncclResult_t state = ncclSuccess;
+    NCCL_CORE_CHECK(comm, ncclCommGetAsyncError(comm, &state));
+    if (state == ncclSuccess) {
+      return;
+    }
+    if (state != ncclInProgress) {
+      api::check(state, what, comm);
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      abort();
+      throw NcclError(ncclInProgress,
+                      std::string(what) + " still in progress after " +
+                          std::to_string(timeout_.load().count()) +
+                          " ms; communicator aborted");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
+}
+
+ncclResult_t Communicator::async_error() const {
+  ncclResult_t state = ncclSuccess;
+  NCCL_CORE_CHECK(comm_, ncclCommGetAsyncError(get(), &state));
+  return state;
+}
+
+std::string Communicator::last_error() const {
+  const char* s = ncclGetLastError(get());
+  return s == nullptr ? "" : s;
+}
+
+void Communicator::finalize() {
+  std::lock_guard<std::mutex> lock(lifecycle_mutex_);
+  if (state_.load() != State::Live) {
+    return;
+  }
+  DeviceScope scope(device_);
+  call(ncclCommFinalize(comm_), "ncclCommFinalize");
+  state_ = State::Finalized;
+  NCCL_CORE_CHECK(comm_, ncclCommDestroy(comm_));
+  state_ = State::Destroyed;
+}
+
+void Communicator::destroy() {
+  std::lock_guard<std::mutex> lock(lifecycle_mutex_);
+  if (state_.load() != State::Live) {
+    return;
+  }
+  DeviceScope scope(device_);
+  state_ = State::Destroyed;
+  NCCL_CORE_CHECK(comm_, ncclCommDestroy(comm_));
+}
+
+void Communicator::abort() noexcept {
+  // No lock: abort must be able to interrupt a finalize stuck in another
+  // thread.  The exchange makes it run once.
+  State expected = State::Live;
+  if (!state_.compare_exchange_strong(expected, State::Aborted)) {
+    if (expected != State::Finalized) {
+      return;
+    }
+    state_ = State::Aborted;
+  }
+  int previous = -1;
+  (void)cudaGetDevice(&previous);
+  (void)cudaSetDevice(device_);
+  (void)ncclCommAbort(comm_);
+  if (previous >= 0) {
+    (void)cudaSetDevice(previous);
+  }
+}
+
+} // namespace nccl_core

@@ -1,0 +1,101 @@
+// Communicator: the single owner of an ncclComm_t.
+//
+// Created non-blocking so that initialisation, splits and lazy connection
+// setup can be bounded by a timeout instead of hanging on a missing rank.
+// Lifecycle transitions (finalize, destroy, abort) are idempotent; after any
+// of them `get()` raises instead of handing out a dangling handle.
+#pragma once
+
+#include <nccl.h>
+
+#include <atomic>
+#include <chrono>
+#include <climits>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace nccl_core {
+
+// User-settable fields of ncclConfig_t; INT_MIN / empty = NCCL's default.
+struct CommConfig {
+  int cga_cluster_size = INT_MIN;
+  int min_ctas = INT_MIN;
+  int max_ctas = INT_MIN;
+  int split_share = INT_MIN;
+  int cta_policy = INT_MIN;
+  int traffic_class = INT_MIN;
+  std::string net_name;
+  std::string comm_name;
+};
+
+class Communicator {
+ public:
+  enum class State { Live, Finalized, Destroyed, Aborted };
+
+  // ncclCommInitRankConfig; blocks (polling) until ready or `timeout`.
+  static std::shared_ptr<Communicator> create(
+      const ncclUniqueId& id, int nranks, int rank, int device,
+      const CommConfig& config, std::chrono::milliseconds timeout);
+  // 128-byte id from ncclGetUniqueId.
+  static ncclUniqueId new_unique_id();
+
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  // ncclCommSplit; color < 0 (NCCL_SPLIT_NOCOLOR) returns nullptr.  All ranks
+  // of this communicator must call it.
+  std::shared_ptr<Communicator> split(int color, int key,
+                                      const CommConfig& config,
+                                      std::chrono::milliseconds timeout);
+  // ncclCommShrink (NCCL >= 2.27): a new communicator without `exclude`.
+  std::shared_ptr<Communicator> shrink(const std::vector<int>& exclude,
+                                       int flags, const CommConfig& config,
+                                       std::chrono::milliseconds timeout);
+
+  // Live handle; throws NcclInvalid once finalized, destroyed or aborted.
+  ncclComm_t get() const;
+  bool is_live() const { return state_.load() == State::Live; }
+  State state() const { return state_.load(); }
+
+  int rank() const { return rank_; }
+  int nranks() const { return nranks_; }
+  int device() const { return device_; }
+
+  // Checks an NCCL result for this communicator; waits out ncclInProgress.
+  void call(ncclResult_t result, const char* what);
+  // Polls ncclCommGetAsyncError until the comm is no longer in progress.
+  void wait_ready(const char* what);
+
+  ncclResult_t async_error() const;
+  std::string last_error() const;
+
+  void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
+  std::chrono::milliseconds timeout() const { return timeout_; }
+
+  // Flushes outstanding work, then destroys (ncclCommFinalize + Destroy).
+  void finalize();
+  // ncclCommDestroy without finalize: for communicators with no pending work.
+  void destroy();
+  // ncclCommAbort: safe from any thread, unblocks calls in flight.
+  void abort() noexcept;
+
+ private:
+  Communicator(ncclComm_t comm, int nranks, int rank, int device,
+               std::chrono::milliseconds timeout);
+  static std::shared_ptr<Communicator> adopt(ncclComm_t comm, int device,
+                                             std::chrono::milliseconds timeout,
+                                             const char* what);
+
+  ncclComm_t comm_;
+  const int nranks_;
+  const int rank_;
+  const int device_;
+  std::atomic<std::chrono::milliseconds> timeout_;
+  std::atomic<State> state_{State::Live};
+  std::mutex lifecycle_mutex_;
+};
+
+} // namespace nccl_core

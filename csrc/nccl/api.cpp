@@ -1,0 +1,71 @@
+#include "nccl/api.h"
+
+#include <dlfcn.h>
+
+#include <mutex>
+
+namespace nccl_core::api {
+
+namespace {
+// "ncclAllReduce(a, b)" -> "ncclAllReduce": the message names the call only.
+std::string call_name(const char* call) {
+  std::string s(call);
+  auto paren = s.find('(');
+  return paren == std::string::npos ? s : s.substr(0, paren);
+}
+} // namespace
+
+int loaded_version() {
+  static const int version = [] {
+    int v = 0;
+    if (ncclGetVersion(&v) != ncclSuccess) {
+      return 0;
+    }
+    return v;
+  }();
+  return version;
+}
+
+std::string version_string(int code) {
+  // NCCL encodes 2.8 and older as X*1000+Y*100+Z; everything we load is newer.
+  int major = code / 10000, minor = (code / 100) % 100, patch = code % 100;
+  return std::to_string(major) + "." + std::to_string(minor) + "." +
+         std::to_string(patch);
+}
+
+bool check(ncclResult_t result, const char* call, ncclComm_t comm) {
+  if (result == ncclSuccess) {
+    return false;
+  }
+  if (result == ncclInProgress) {
+    return true;
+  }
+  std::string msg = call_name(call) + " failed: " + ncclGetErrorString(result);
+  const char* last = ncclGetLastError(comm);
+  if (last != nullptr && last[0] != '\0') {
+    msg += " (";
+    msg += last;
+    msg += ")";
+  }
+  throw NcclError(result, msg);
+}
+
+void cuda_check(cudaError_t err, const char* call) {
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError(); // clear the sticky-free error state
+    throw NcclError(ncclUnhandledCudaError,
+                    call_name(call) + " failed: " + cudaGetErrorString(err));
+  }
+}
+
+void* find_symbol(const char* name) {
+  // Look in the libnccl.so.2 this process already loaded (the one torch uses,
+  // or an LD_PRELOADed newer one), never a second copy.
+  static void* lib = [] {
+    void* h = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+    return h != nullptr ? h : RTLD_DEFAULT;
+  }();
+  return dlsym(lib, name);
+}
+
+} // namespace nccl_core::api

@@ -1,0 +1,77 @@
+"""Registration of the ``nccl_core`` backend with torch.distributed.
+
+Kept free of the C++ extension so that registering at ``import torch`` time
+is cheap; the creator imports ``_C`` when the first group is built.
+"""
+
+from __future__ import annotations
+
+import zlib
+
+BACKEND_NAME = "nccl_core"
+
+
+def register() -> None:
+    """Registers ``nccl_core`` for CUDA devices (idempotent)."""
+    import torch.distributed as dist
+
+    if not dist.is_available():
+        return
+    if dist.Backend._plugins.get(BACKEND_NAME.upper()) is not None:
+        return
+    dist.Backend.register_backend(
+        BACKEND_NAME, create_backend, extended_api=True, devices=["cuda"]
+    )
+
+
+def split_color(ranks) -> int:
+    """Color shared by all members of a new group: a hash of its ranks."""
+    data = ",".join(str(int(r)) for r in sorted(ranks)).encode()
+    return zlib.crc32(data) & 0x7FFFFFFF
+
+
+def _split_source(global_ranks):
+    """The default group's nccl_core backend, if new groups may split from it.
+
+    Mirrors torch's own rule: only when the default group is bound to a device
+    (it then calls ``perform_nocolor_split`` on the ranks left out).
+    """
+    import torch.distributed as dist
+    from torch.distributed import distributed_c10d as c10d
+
+    from nccl_core_backend import _C
+
+    if not global_ranks or not dist.is_initialized():
+        return None
+    default = c10d._get_default_group()
+    device = default.bound_device_id
+    if device is None:
+        return None
+    try:
+        parent = default._get_backend(device)
+    except RuntimeError:
+        return None
+    if not isinstance(parent, _C.ProcessGroupNcclCore):
+        return None
+    return parent
+
+
+def create_backend(dist_backend_opts, pg_options):
+    """Creator called by torch.distributed for every nccl_core group."""
+    from nccl_core_backend import _C
+    from nccl_core_backend.options import make_options
+
+    opts = make_options(pg_options, dist_backend_opts.timeout)
+    opts.group_name = str(dist_backend_opts.group_id)
+    opts.global_ranks_in_group = list(dist_backend_opts.global_ranks_in_group)
+    backend = _C.ProcessGroupNcclCore(
+        dist_backend_opts.store,
+        dist_backend_opts.group_rank,
+        dist_backend_opts.group_size,
+        opts,
+    )
+    ranks = list(dist_backend_opts.global_ranks_in_group)
+    parent = _split_source(ranks)
+    if parent is not None:
+        backend._set_split_source(parent, split_color(ranks))
+    return backend

@@ -1,0 +1,91 @@
+"""Process-group options of nccl_core and the environment variables they read.
+
+``NCCL_CORE_*`` variables win over their ``TORCH_NCCL_*`` equivalents.
+
+============================  ======================  =========================
+variable                      torch equivalent        effect
+============================  ======================  =========================
+NCCL_CORE_BLOCKING_WAIT       TORCH_NCCL_BLOCKING_WAIT wait() blocks the CPU
+NCCL_CORE_HIGH_PRIORITY       TORCH_NCCL_HIGH_PRIORITY high-priority stream
+NCCL_CORE_WATCHDOG_MS         -                       watchdog period (ms)
+============================  ======================  =========================
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from datetime import timedelta
+from typing import Mapping
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off", ""}
+
+
+def _flag(env: Mapping[str, str], names: tuple[str, ...]) -> bool | None:
+    for name in names:
+        if name in env:
+            value = env[name].strip().lower()
+            if value in _TRUE:
+                return True
+            if value in _FALSE:
+                return False
+            raise ValueError(f"{name}={env[name]!r} is not a boolean (use 0 or 1)")
+    return None
+
+
+def _positive_int(env: Mapping[str, str], name: str) -> int | None:
+    if name not in env:
+        return None
+    try:
+        value = int(env[name])
+    except ValueError:
+        raise ValueError(f"{name}={env[name]!r} is not an integer") from None
+    if value <= 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+    return value
+
+
+def env_settings(env: Mapping[str, str] | None = None) -> dict:
+    """Settings from the environment: only the variables that are set."""
+    env = os.environ if env is None else env
+    out = {}
+    blocking = _flag(env, ("NCCL_CORE_BLOCKING_WAIT", "TORCH_NCCL_BLOCKING_WAIT"))
+    if blocking is not None:
+        out["blocking_wait"] = blocking
+    high = _flag(env, ("NCCL_CORE_HIGH_PRIORITY", "TORCH_NCCL_HIGH_PRIORITY"))
+    if high is not None:
+        out["is_high_priority_stream"] = high
+    period = _positive_int(env, "NCCL_CORE_WATCHDOG_MS")
+    if period is not None:
+        out["watchdog_interval"] = timedelta(milliseconds=period)
+    return out
+
+
+def make_options(pg_options=None, timeout=None, env: Mapping[str, str] | None = None):
+    """The ``Options`` a new group is built with.
+
+    ``pg_options`` (copied, never mutated) must be ``nccl_core_backend.Options``
+    or None; environment settings apply on top; ``timeout`` (a timedelta or
+    seconds) is the group's timeout.
+    """
+    from nccl_core_backend._C import Options
+
+    if pg_options is None:
+        opts = Options()
+    elif isinstance(pg_options, Options):
+        opts = copy.copy(pg_options)
+    else:
+        raise TypeError(
+            "pg_options for backend nccl_core must be nccl_core_backend.Options, "
+            f"got {type(pg_options).__name__}"
+        )
+    for key, value in env_settings(env).items():
+        setattr(opts, key, value)
+    if timeout is not None:
+        if not isinstance(timeout, timedelta):
+            timeout = timedelta(seconds=float(timeout))
+        if timeout.total_seconds() <= 0:
+            raise ValueError(f"timeout must be positive, got {timeout}")
+        opts._timeout = timeout
+    return opts

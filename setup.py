@@ -1,0 +1,84 @@
+"""Build nccl_core_backend._C with torch's cpp_extension.
+
+NCCL is found through NCCL_HOME, else the nvidia-nccl-* wheel torch depends
+on, else CUDA_HOME.  The extension links the soname libnccl.so.2, so at run
+time it shares the NCCL that torch already loaded.
+"""
+
+import glob
+import os
+
+from setuptools import find_packages, setup
+from torch.utils.cpp_extension import BuildExtension, CUDAExtension
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def _nccl_from_wheel():
+    try:
+        import nvidia.nccl  # the wheel torch depends on
+    except ImportError:
+        return None
+    for root in list(getattr(nvidia.nccl, "__path__", [])):
+        if os.path.exists(os.path.join(root, "include", "nccl.h")):
+            return root
+    return None
+
+
+def find_nccl():
+    """(include_dir, lib_dir) of the NCCL to build against."""
+    candidates = []
+    if os.environ.get("NCCL_HOME"):
+        candidates.append(os.environ["NCCL_HOME"])
+    wheel = _nccl_from_wheel()
+    if wheel:
+        candidates.append(wheel)
+    cuda_home = os.environ.get("CUDA_HOME") or os.environ.get("CUDA_PATH") or "/usr/local/cuda"
+    candidates.append(cuda_home)
+    for root in candidates:
+        inc = os.path.join(root, "include")
+        for lib in ("lib", "lib64", os.path.join("targets", "x86_64-linux", "lib")):
+            libdir = os.path.join(root, lib)
+            if os.path.exists(os.path.join(inc, "nccl.h")) and os.path.exists(
+                os.path.join(libdir, "libnccl.so.2")
+            ):
+                return inc, libdir
+    raise RuntimeError(
+        "NCCL not found: set NCCL_HOME, install nvidia-nccl-cu13 (torch's "
+        "dependency), or put NCCL under CUDA_HOME. Tried: " + ", ".join(candidates)
+    )
+
+
+def main():
+    nccl_inc, nccl_lib = find_nccl()
+    print(f"nccl_core: building against NCCL headers in {nccl_inc}, library in {nccl_lib}")
+    sources = sorted(glob.glob(os.path.join("csrc", "**", "*.cpp"), recursive=True))
+    sources += sorted(glob.glob(os.path.join("csrc", "**", "*.cu"), recursive=True))
+    ext = CUDAExtension(
+        name="nccl_core_backend._C",
+        sources=sources,
+        include_dirs=[os.path.join(HERE, "csrc"), nccl_inc],
+        library_dirs=[nccl_lib],
+        # The soname, not the unversioned dev link: one NCCL per process.
+        extra_link_args=["-l:libnccl.so.2", f"-Wl,-rpath,{nccl_lib}", "-ldl"],
+        extra_compile_args={
+            "cxx": ["-O2", "-Wall", "-Wno-unused-function", "-Wno-sign-compare"],
+            "nvcc": ["-O2", "-gencode=arch=compute_90,code=sm_90"],
+        },
+    )
+    setup(
+        name="nccl_core_backend",
+        version="0.1.0",
+        description="A torch.distributed backend exposing NCCL's full modern API",
+        packages=find_packages(include=["nccl_core_backend", "nccl_core_backend.*"]),
+        package_data={"nccl_core_backend": ["py.typed", "*.pyi", "**/*.pyi"]},
+        ext_modules=[ext],
+        cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+        entry_points={"torch.backends": ["nccl_core = nccl_core_backend._autoload:autoload"]},
+        python_requires=">=3.10",
+        install_requires=["torch>=2.11"],
+    )
+
+
+if __name__ == "__main__":
+    main()
