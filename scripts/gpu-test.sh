@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds nccl_core and runs the whole GPU suite on every visible GPU, in one
+# command (for the GPU host).  Logs go to ${OUT:-out}/; ends with pytest's
+# pass/fail/skip summary.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+export PYTHONUNBUFFERED=1
+LOG_DIR=${OUT:-out}
+mkdir -p "$LOG_DIR"
+export NCCL_CORE_GPU_LOG_DIR="$LOG_DIR"
+{
+  echo "== host"; nvidia-smi -L; python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version(), 'gpus', torch.cuda.device_count())"
+} 2>&1 | tee "$LOG_DIR/env.log"
+echo "== build"
+t0=$(date +%s)
+if ! MAX_JOBS=${MAX_JOBS:-16} python3 -m pip install --no-build-isolation --no-deps --no-index -e . >"$LOG_DIR/build.log" 2>&1; then
+  tail -50 "$LOG_DIR/build.log"; echo "BUILD FAILED"; exit 1
+fi
+echo "build ok in $(( $(date +%s) - t0 ))s"
+echo "== GPU suite (configs: ${NCCL_CORE_GPU_CONFIGS:-2:eager,2:lazy,4:eager,4:lazy})"
+python3 -m pytest tests -q -rs -p no:cacheprovider "$@" 2>&1 | tee "$LOG_DIR/pytest.log"
+exit "${PIPESTATUS[0]}"

@@ -1,0 +1,10 @@
+"""Every GPU case module; importing this package registers them all."""
+
+from tests.gpu.cases import (  # noqa: F401
+    collectives,
+    gathers,
+    p2p,
+    groups,
+    work,
+    errors,
+)

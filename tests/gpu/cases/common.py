@@ -1,0 +1,169 @@
+"""Data, references and checks shared by the GPU cases.
+
+Every rank can rebuild every rank's inputs from the case seed, so references
+are computed locally in float64 (int64 for integers) on the CPU.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+R = dist.ReduceOp
+
+DTYPES = [
+    torch.float32, torch.float64, torch.float16, torch.bfloat16,
+    torch.int8, torch.uint8, torch.int32, torch.int64, torch.uint32, torch.uint64,
+    torch.bool, torch.float8_e4m3fn, torch.float8_e5m2,
+]
+FP8 = {torch.float8_e4m3fn, torch.float8_e5m2}
+LOWP = {torch.float16, torch.bfloat16} | FP8
+FLOATS = {torch.float32, torch.float64} | LOWP
+PREMUL_OK = {torch.float32, torch.float64, torch.float16, torch.bfloat16}
+UNSIGNED = {torch.uint8, torch.uint32, torch.uint64}
+OPS = ["SUM", "PRODUCT", "MIN", "MAX", "AVG", "PREMUL_SUM", "PREMUL_SUM_DEV"]
+N = 1031  # odd, not a multiple of anything NCCL likes
+
+
+def op_valid(dtype, op) -> bool:
+    """Whether backend nccl_core accepts `op` on `dtype` (else ValueError)."""
+    if op.startswith("PREMUL"):
+        return dtype in PREMUL_OK
+    if dtype == torch.bool and op == "AVG":
+        return False
+    return True
+
+
+def make(ctx, rank, dtype, n=N, op="SUM", salt=0) -> torch.Tensor:
+    """Rank `rank`'s CPU input for this case: values every op keeps exact
+    (small integers) except float32/64, which get real random floats."""
+    g = ctx.gen(rank, salt)
+    if dtype == torch.bool:
+        return torch.randint(0, 2, (n,), generator=g).bool()
+    if dtype in (torch.float32, torch.float64):
+        if op == "PRODUCT":
+            return (torch.rand(n, generator=g, dtype=torch.float64) + 0.5).to(dtype)
+        return torch.randn(n, generator=g, dtype=torch.float64).to(dtype)
+    if dtype in FP8:
+        lo, hi = (-1, 2)
+        v = torch.randint(lo, hi, (n,), generator=g)
+        if op == "PRODUCT":
+            v = torch.where(v == 0, torch.ones_like(v), v)
+        return v.to(torch.float32).to(dtype)
+    if dtype in LOWP:
+        v = torch.randint(-2, 3, (n,), generator=g) if op == "PRODUCT" else torch.randint(-8, 9, (n,), generator=g)
+        return v.to(torch.float32).to(dtype)
+    if dtype in UNSIGNED:
+        v = torch.randint(0, 4, (n,), generator=g) if op == "PRODUCT" else torch.randint(0, 50, (n,), generator=g)
+        return v.to(dtype)
+    v = torch.randint(-2, 3, (n,), generator=g) if op == "PRODUCT" else torch.randint(-20, 21, (n,), generator=g)
+    return v.to(dtype)
+
+
+def wide(t: torch.Tensor) -> torch.Tensor:
+    """float64 for floats, int64 for integers and bool."""
+    if t.dtype.is_floating_point or t.dtype.is_complex:
+        return t.to(torch.complex128 if t.dtype.is_complex else torch.float64)
+    return t.to(torch.int64)
+
+
+def factor_for(ctx, dtype) -> float:
+    g = ctx.gen(0, salt=99)
+    return round(float(torch.rand(1, generator=g)) * 1.5 + 0.25, 3)
+
+
+def reduce_ref(inputs: list[torch.Tensor], op: str, dtype, factor: float = 1.0) -> torch.Tensor:
+    """Reference reduction of CPU inputs, in float64/int64."""
+    xs = torch.stack([wide(x) for x in inputs])
+    n = len(inputs)
+    if dtype == torch.bool:
+        if op in ("SUM", "MAX"):
+            return xs.amax(0)
+        return xs.amin(0)
+    if op == "SUM":
+        return xs.sum(0)
+    if op == "PRODUCT":
+        return xs.prod(0)
+    if op == "MIN":
+        return xs.amin(0) if not xs.is_complex() else None
+    if op == "MAX":
+        return xs.amax(0)
+    if op == "AVG":
+        s = xs.sum(0)
+        if s.dtype == torch.int64:
+            return torch.div(s, n, rounding_mode="trunc")
+        return s / n
+    if op.startswith("PREMUL"):
+        # NCCL multiplies in the tensor's dtype, then sums.
+        f = torch.tensor(factor, dtype=torch.float64).to(dtype).to(torch.float64)
+        return sum(wide((wide(x) * f).to(dtype)) for x in inputs)
+    raise ValueError(op)
+
+
+def tolerance(dtype, op: str, world: int) -> tuple[float, float]:
+    """(rtol, atol) for comparing a `dtype` result with a float64 reference."""
+    if dtype == torch.float64:
+        return 1e-12, 1e-12
+    if dtype == torch.float32:
+        return 1e-5, 1e-5 * world
+    if op.startswith("PREMUL") and dtype in (torch.float16, torch.bfloat16):
+        eps = 2 ** -7 if dtype == torch.bfloat16 else 2 ** -10
+        return 2 * world * eps, 2 * world * eps
+    return 0.0, 0.0  # integers and small-integer low-precision data are exact
+
+
+def check(out: torch.Tensor, ref: torch.Tensor, dtype, op: str, world: int, what: str):
+    """Compares every element of GPU `out` with `ref`."""
+    got = wide(out.detach().cpu())
+    ref = ref.reshape(got.shape).to(got.dtype)
+    rtol, atol = tolerance(dtype, op, world)
+    if rtol == 0 and atol == 0:
+        bad = (got != ref).nonzero()
+    else:
+        bad = (~torch.isclose(got, ref, rtol=rtol, atol=atol)).nonzero()
+    if bad.numel():
+        i = tuple(bad[0].tolist())
+        raise AssertionError(
+            f"{what} dtype={dtype} op={op}: {bad.shape[0]} of {got.numel()} elements wrong; "
+            f"first at {i}: got {got[i].item()} expected {ref[i].item()}"
+        )
+
+
+def poison(shape, dtype, device) -> torch.Tensor:
+    """An output buffer full of random bytes (NaNs included for floats)."""
+    numel = 1
+    for s in shape:
+        numel *= s
+    nbytes = numel * torch.empty((), dtype=dtype).element_size()
+    raw = torch.randint(0, 256, (max(nbytes, 1),), dtype=torch.uint8, device=device)[:nbytes]
+    return raw.view(dtype).reshape(shape)
+
+
+def reduce_op(op: str, ctx, dtype):
+    """The torch ReduceOp for an op name (PREMUL_SUM host or device factor)."""
+    if op == "PREMUL_SUM":
+        return dist._make_nccl_premul_sum(factor_for(ctx, dtype))
+    if op == "PREMUL_SUM_DEV":
+        f = torch.tensor([factor_for(ctx, dtype)], dtype=torch.float64, device=ctx.device)
+        return dist._make_nccl_premul_sum(f.to(dtype if dtype in PREMUL_OK else torch.float32))
+    return getattr(R, op)
+
+
+def expect_raises(exc, fn, match: str | None = None):
+    try:
+        fn()
+    except exc as e:
+        if match and match.lower() not in str(e).lower():
+            raise AssertionError(f"expected {exc.__name__} mentioning {match!r}, got: {e}") from e
+        return e
+    raise AssertionError(f"expected {exc.__name__}, nothing was raised")
+
+
+def sanity(ctx, group=None):
+    """A small all_reduce that must still work (the comm is healthy)."""
+    t = torch.full((8,), float(ctx.rank + 1), device=ctx.device)
+    dist.all_reduce(t, group=group)
+    n = dist.get_world_size(group)
+    ranks = dist.get_process_group_ranks(group) if group is not None else range(ctx.world)
+    exp = float(sum(r + 1 for r in ranks))
+    assert torch.all(t == exp), f"sanity all_reduce: got {t.tolist()} expected {exp} (n={n})"

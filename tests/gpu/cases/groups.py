@@ -1,0 +1,154 @@
+"""Subgroups, splits, sequence numbers, timeouts and group lifecycle."""
+
+from __future__ import annotations
+
+import datetime
+
+import torch
+import torch.distributed as dist
+
+from tests.gpu.cases.common import expect_raises, sanity
+from tests.gpu.registry import case
+
+
+def _backend(group, ctx):
+    return group._get_backend(ctx.device)
+
+
+@case()
+def registration_and_backend_identity(ctx):
+    assert dist.get_backend() == "cpu:gloo,cuda:nccl_core" or "nccl_core" in dist.get_backend()
+    b = _backend(dist.group.WORLD, ctx)
+    import nccl_core_backend
+
+    assert isinstance(b, nccl_core_backend.ProcessGroupNcclCore)
+    assert b.supports_splitting and b.supports_coalescing
+    assert b._has_communicator() != ctx.lazy or ctx.lazy, "eager launch must have a communicator"
+    if not ctx.lazy:
+        assert b._has_communicator(), "device_id= must create the communicator eagerly"
+    sanity(ctx)
+    # CPU tensors go to gloo in the mixed default group.
+    c = torch.ones(3) * (ctx.rank + 1)
+    dist.all_reduce(c)
+    assert torch.all(c == ctx.world * (ctx.world + 1) / 2)
+
+
+@case()
+def new_group_subsets(ctx):
+    w = ctx.world
+    pairs = [[0, 1]] + ([[1, 3], [0, 2, 3]] if w >= 4 else [])
+    for ranks in pairs:
+        g = dist.new_group(ranks=ranks, backend="nccl_core")
+        if ctx.rank in ranks:
+            sanity(ctx, g)
+            x = torch.full((5,), float(ctx.rank), device=ctx.device)
+            dist.broadcast(x, src=ranks[-1], group=g)
+            assert torch.all(x == ranks[-1]), "subgroup broadcast wrong"
+            out = [torch.empty(5, device=ctx.device) for _ in ranks]
+            dist.all_gather(out, torch.full((5,), float(ctx.rank), device=ctx.device), group=g)
+            assert [int(o[0]) for o in out] == ranks, "subgroup all_gather order wrong"
+        dist.destroy_process_group(g) if ctx.rank in ranks else None
+    sanity(ctx)
+
+
+@case()
+def new_subgroups_and_split_group(ctx):
+    w = ctx.world
+    sub, subs = dist.new_subgroups(group_size=2)
+    sanity(ctx, sub)
+    for g in subs:
+        if g is not sub and g is not None:
+            pass
+    split_group = getattr(dist, "split_group", None) or dist.distributed_c10d.split_group
+    split_ranks = [[r for r in range(w) if r % 2 == 0], [r for r in range(w) if r % 2 == 1]]
+    g = split_group(split_ranks=split_ranks, timeout=datetime.timedelta(seconds=60))
+    assert g is not None
+    mine = split_ranks[ctx.rank % 2]
+    assert dist.get_world_size(g) == len(mine)
+    assert dist.get_rank(g) == mine.index(ctx.rank)
+    sanity(ctx, g)
+    # Split of a split.
+    if w >= 4:
+        g2 = split_group(parent_pg=g, split_ranks=[[0], [1]])
+        assert dist.get_world_size(g2) == 1
+        sanity(ctx, g2)
+    sanity(ctx)
+
+
+@case()
+def sequence_numbers_count_ops(ctx):
+    b = _backend(dist.group.WORLD, ctx)
+    before = b._get_sequence_number_for_group()
+    t = torch.ones(4, device=ctx.device)
+    for _ in range(5):
+        dist.all_reduce(t)
+    after = b._get_sequence_number_for_group()
+    assert after - before == 5, f"sequence advanced by {after - before}, expected 5"
+    b._set_sequence_number_for_group()  # a no-op that must exist
+
+
+@case()
+def abort_then_ops_raise_dist_backend_error(ctx):
+    g = dist.new_group(backend="nccl_core")
+    sanity(ctx, g)
+    b = _backend(g, ctx)
+    b.abort()
+    t = torch.ones(4, device=ctx.device)
+    expect_raises(dist.DistBackendError, lambda: b.allreduce([t]).wait(), "abort")
+    sanity(ctx)  # the parent is unaffected
+
+
+@case()
+def skipped_collective_times_out_cleanly(ctx):
+    # One rank never joins: the others get DistBackendError within the timeout.
+    g = dist.new_group(backend="nccl_core", timeout=datetime.timedelta(seconds=4))
+    sanity(ctx, g)
+    b = _backend(g, ctx)
+    if ctx.rank == 0:
+        import time
+
+        t0 = time.time()
+        t = torch.ones(1 << 20, device=ctx.device)
+        work = dist.all_reduce(t, group=g, async_op=True)
+        def wait_until_failed():
+            while not work.is_completed():
+                time.sleep(0.05)
+                if time.time() - t0 > 30:
+                    raise AssertionError("no timeout after 30 s")
+            work.wait()
+        e = expect_raises(dist.DistBackendError, wait_until_failed, "timed out")
+        assert time.time() - t0 < 4 + 10, f"took {time.time() - t0:.1f}s"
+        assert b.get_error() != dist.distributed_c10d.ErrorType.SUCCESS if hasattr(dist.distributed_c10d, "ErrorType") else True
+        expect_raises(dist.DistBackendError, lambda: dist.all_reduce(t, group=g))
+        del e
+    sanity(ctx)
+
+
+@case(mode="lazy")
+def missing_rank_at_init_times_out(ctx):
+    # Lazy init: rank 1 never creates its communicator; rank 0's init must
+    # fail within the group's timeout instead of hanging.
+    import time
+
+    g = dist.new_group(backend="nccl_core", timeout=datetime.timedelta(seconds=4))
+    if ctx.rank == 0:
+        t0 = time.time()
+        t = torch.ones(4, device=ctx.device)
+        expect_raises(dist.DistBackendError, lambda: dist.all_reduce(t, group=g))
+        assert time.time() - t0 < 4 + 10, f"took {time.time() - t0:.1f}s"
+    sanity(ctx)
+
+
+@case()
+def set_timeout_and_options(ctx):
+    import nccl_core_backend
+
+    opts = nccl_core_backend.Options()
+    opts.is_high_priority_stream = True
+    g = dist.new_group(backend="nccl_core", pg_options=opts)
+    b = _backend(g, ctx)
+    assert b.nccl_core_options.is_high_priority_stream
+    b.set_timeout(datetime.timedelta(seconds=123))
+    assert b.options._timeout == datetime.timedelta(seconds=123)
+    sanity(ctx, g)
+    dist.destroy_process_group(g)

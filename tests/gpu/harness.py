@@ -1,0 +1,113 @@
+"""Multi-process GPU test harness: one torchrun launch runs every case.
+
+Launched as ``torchrun --nproc-per-node=N tests/gpu/harness.py --out DIR
+[--lazy]``.  Each rank runs the registered cases in order and writes one
+JSON line per case to ``DIR/rank<R>.jsonl``; ``test_gpu_suite.py`` turns
+them into pytest results.  Starting processes is slow, so cases share one
+launch; a stuck case ends the launch through a per-case deadline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import faulthandler
+import json
+import os
+import random
+import sys
+import threading
+import time
+import traceback
+
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+def _deadline(seconds: float, name: str, stop: threading.Event):
+    def watch():
+        if not stop.wait(seconds):
+            sys.stderr.write(f"[harness] case {name} exceeded {seconds}s; dumping stacks\n")
+            faulthandler.dump_traceback(all_threads=True)
+            os._exit(3)
+
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+
+
+def main() -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", required=True)
+    p.add_argument("--lazy", action="store_true", help="no device_id: lazy, unique-id init")
+    p.add_argument("--only", default="", help="comma-separated case names")
+    p.add_argument("--seed", type=int, default=int(os.environ.get("NCCL_CORE_TEST_SEED", "0")))
+    args = p.parse_args()
+
+    import nccl_core_backend  # noqa: F401
+    from tests.gpu import cases  # noqa: F401  - registers every case module
+    from tests.gpu.registry import CASES, Ctx, Skip
+
+    rank = int(os.environ["RANK"])
+    world = int(os.environ["WORLD_SIZE"])
+    local = int(os.environ.get("LOCAL_RANK", rank))
+    torch.cuda.set_device(local)
+    device = torch.device("cuda", local)
+    if args.lazy:
+        dist.init_process_group("cpu:gloo,cuda:nccl_core")
+    else:
+        dist.init_process_group("cpu:gloo,cuda:nccl_core", device_id=device)
+    # Reporting and case barriers go through gloo so a broken backend
+    # cannot hide its own failures.
+    ctrl = dist.new_group(backend="gloo")
+    seed_t = torch.tensor([args.seed or random.randrange(1, 2**31)], dtype=torch.int64)
+    dist.broadcast(seed_t, 0, group=ctrl)
+    seed = int(seed_t.item())
+
+    os.makedirs(args.out, exist_ok=True)
+    mode = "lazy" if args.lazy else "eager"
+    only = set(filter(None, args.only.split(",")))
+    out = open(os.path.join(args.out, f"rank{rank}.jsonl"), "w")
+    if rank == 0:
+        print(f"[harness] world={world} mode={mode} seed={seed} torch={torch.__version__} "
+              f"nccl={nccl_core_backend.nccl_version()}", flush=True)
+    for index, (name, fn, meta) in enumerate(CASES):
+        if only and name not in only:
+            continue
+        ctx = Ctx(rank, world, device, seed, args.lazy, case_index=index)
+        rec = {"case": name, "world": world, "mode": mode}
+        t0 = time.time()
+        stop = threading.Event()
+        _deadline(float(os.environ.get("NCCL_CORE_CASE_TIMEOUT", "180")), name, stop)
+        try:
+            if world < meta["min_world"]:
+                raise Skip(f"needs world size >= {meta['min_world']}")
+            if meta["mode"] and meta["mode"] != mode:
+                raise Skip(f"runs in {meta['mode']} launches only")
+            fn(ctx)
+            torch.cuda.synchronize()
+            rec["status"] = "pass"
+        except Skip as e:
+            rec["status"] = "skip"
+            rec["reason"] = str(e)
+        except Exception as e:  # noqa: BLE001 - reported, not swallowed
+            rec["status"] = "fail"
+            rec["error"] = f"{type(e).__name__}: {e}"
+            rec["traceback"] = traceback.format_exc()[-4000:]
+        finally:
+            stop.set()
+        rec["seconds"] = round(time.time() - t0, 3)
+        out.write(json.dumps(rec) + "\n")
+        out.flush()
+        if rec["status"] == "fail":
+            print(f"[harness] rank {rank} FAIL {name}: {rec['error']}", flush=True)
+        dist.barrier(group=ctrl)
+    out.close()
+    dist.barrier(group=ctrl)
+    dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,80 @@
+"""pytest front of the GPU suite.
+
+Each configuration (world size x init mode) is one torchrun launch of
+``harness.py`` running every case; each (configuration, case) pair is one
+pytest test that passes only if the case passed on every rank.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+import torch
+
+from tests.gpu import cases  # noqa: F401  - registers the cases
+from tests.gpu.registry import CASES
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CONFIGS = [c for c in os.environ.get("NCCL_CORE_GPU_CONFIGS", "2:eager,2:lazy,4:eager,4:lazy").split(",") if c]
+_results: dict[str, dict] = {}
+
+
+def _gpus() -> int:
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def _launch(config: str) -> dict:
+    world, mode = config.split(":")
+    out = tempfile.mkdtemp(prefix=f"nccl_core_gpu_{world}_{mode}_")
+    env = dict(os.environ, NCCL_NVLS_ENABLE="0", PYTHONUNBUFFERED="1")
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={world}",
+           "--master-port", str(29500 + int(world) * 10 + (mode == "lazy")),
+           os.path.join(ROOT, "tests", "gpu", "harness.py"), "--out", out]
+    if mode == "lazy":
+        cmd.append("--lazy")
+    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True,
+                          timeout=int(os.environ.get("NCCL_CORE_LAUNCH_TIMEOUT", "900")))
+    log = proc.stdout[-20000:] + proc.stderr[-20000:]
+    log_dir = os.environ.get("NCCL_CORE_GPU_LOG_DIR")
+    if log_dir:
+        os.makedirs(log_dir, exist_ok=True)
+        with open(os.path.join(log_dir, f"launch_{world}_{mode}.log"), "w") as f:
+            f.write(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
+    per_case: dict[str, list[dict]] = {}
+    for r in range(int(world)):
+        path = os.path.join(out, f"rank{r}.jsonl")
+        if os.path.exists(path):
+            for line in open(path):
+                rec = json.loads(line)
+                per_case.setdefault(rec["case"], []).append(rec)
+    return {"rc": proc.returncode, "log": log, "cases": per_case, "world": int(world)}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("config", CONFIGS)
+@pytest.mark.parametrize("name", [c[0] for c in CASES])
+def test_gpu_case(config, name):
+    world = int(config.split(":")[0])
+    if _gpus() == 0:
+        pytest.skip("no CUDA GPU visible; the GPU suite runs on a GPU host (bash scripts/gpu-test.sh)")
+    if _gpus() < world:
+        pytest.skip(f"needs {world} GPUs, {_gpus()} visible")
+    if config not in _results:
+        _results[config] = _launch(config)
+    res = _results[config]
+    recs = res["cases"].get(name)
+    if not recs or len(recs) < world:
+        pytest.fail(f"case did not report on every rank (launch rc={res['rc']}):\n{res['log'][-6000:]}")
+    fails = [r for r in recs if r["status"] == "fail"]
+    if fails:
+        msg = "\n".join(f"{r['error']}\n{r.get('traceback', '')}" for r in fails[:2])
+        pytest.fail(f"{len(fails)} rank(s) failed:\n{msg}")
+    skips = [r for r in recs if r["status"] == "skip"]
+    if skips:
+        pytest.skip(skips[0]["reason"])
