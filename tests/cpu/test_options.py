@@ -1,0 +1,236 @@
+"""nccl_core_backend.options (env_settings, make_options) and Options."""
+
+from __future__ import annotations
+
+import copy
+from datetime import timedelta
+
+import pytest
+
+from nccl_core_backend import Options
+from nccl_core_backend.options import env_settings, make_options
+
+INT_MIN = -(2**31)
+
+
+# --- env_settings -----------------------------------------------------------
+
+
+def test_empty_environment_sets_nothing():
+    assert env_settings({}) == {}
+    assert env_settings({"UNRELATED": "1"}) == {}
+
+
+@pytest.mark.parametrize("text", ["1", "true", "TRUE", "yes", "On", " 1 "])
+def test_true_values(text):
+    assert env_settings({"NCCL_CORE_BLOCKING_WAIT": text}) == {"blocking_wait": True}
+
+
+@pytest.mark.parametrize("text", ["0", "false", "No", "OFF", ""])
+def test_false_values(text):
+    assert env_settings({"NCCL_CORE_HIGH_PRIORITY": text}) == {
+        "is_high_priority_stream": False
+    }
+
+
+def test_torch_variables_are_fallbacks():
+    env = {"TORCH_NCCL_BLOCKING_WAIT": "1", "TORCH_NCCL_HIGH_PRIORITY": "yes"}
+    assert env_settings(env) == {"blocking_wait": True, "is_high_priority_stream": True}
+
+
+def test_nccl_core_variables_win():
+    env = {
+        "NCCL_CORE_BLOCKING_WAIT": "0",
+        "TORCH_NCCL_BLOCKING_WAIT": "1",
+        "NCCL_CORE_HIGH_PRIORITY": "1",
+        "TORCH_NCCL_HIGH_PRIORITY": "0",
+    }
+    assert env_settings(env) == {"blocking_wait": False, "is_high_priority_stream": True}
+
+
+def test_nccl_core_variable_wins_over_a_bad_torch_value():
+    # The winner is parsed first; the fallback is never looked at.
+    env = {"NCCL_CORE_BLOCKING_WAIT": "1", "TORCH_NCCL_BLOCKING_WAIT": "bogus"}
+    assert env_settings(env) == {"blocking_wait": True}
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "NCCL_CORE_BLOCKING_WAIT",
+        "TORCH_NCCL_BLOCKING_WAIT",
+        "NCCL_CORE_HIGH_PRIORITY",
+        "TORCH_NCCL_HIGH_PRIORITY",
+    ],
+)
+@pytest.mark.parametrize("text", ["2", "maybe", "1.0"])
+def test_bad_boolean_names_the_variable(name, text):
+    with pytest.raises(ValueError, match=name):
+        env_settings({name: text})
+
+
+def test_watchdog_period():
+    assert env_settings({"NCCL_CORE_WATCHDOG_MS": "250"}) == {
+        "watchdog_interval": timedelta(milliseconds=250)
+    }
+
+
+@pytest.mark.parametrize("text", ["0", "-5", "abc", "1.5", ""])
+def test_bad_watchdog_period_names_the_variable(text):
+    with pytest.raises(ValueError, match="NCCL_CORE_WATCHDOG_MS"):
+        env_settings({"NCCL_CORE_WATCHDOG_MS": text})
+
+
+def test_reads_process_environment_by_default(monkeypatch):
+    for name in ("NCCL_CORE_BLOCKING_WAIT", "NCCL_CORE_HIGH_PRIORITY", "TORCH_NCCL_HIGH_PRIORITY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("TORCH_NCCL_BLOCKING_WAIT", "1")
+    monkeypatch.setenv("NCCL_CORE_WATCHDOG_MS", "40")
+    assert env_settings() == {
+        "blocking_wait": True,
+        "watchdog_interval": timedelta(milliseconds=40),
+    }
+
+
+# --- make_options -----------------------------------------------------------
+
+
+def test_defaults_without_anything():
+    opts = make_options(None, None, env={})
+    assert isinstance(opts, Options)
+    assert opts.blocking_wait is False
+    assert opts.is_high_priority_stream is False
+    assert opts.watchdog_interval == timedelta(milliseconds=100)
+    assert opts._timeout == timedelta(minutes=30)
+
+
+def test_environment_applies_on_top_of_pg_options():
+    pg = Options()
+    pg.min_ctas = 8
+    opts = make_options(pg, None, env={"NCCL_CORE_BLOCKING_WAIT": "1"})
+    assert opts.blocking_wait is True
+    assert opts.min_ctas == 8
+
+
+def test_pg_options_are_copied_not_mutated():
+    pg = Options()
+    pg.comm_name = "mine"
+    pg.group_name = "user"
+    opts = make_options(
+        pg, timedelta(seconds=7), env={"NCCL_CORE_HIGH_PRIORITY": "1", "NCCL_CORE_WATCHDOG_MS": "5"}
+    )
+    assert opts is not pg
+    assert opts.comm_name == "mine" and opts.group_name == "user"
+    assert opts.is_high_priority_stream is True
+    assert opts._timeout == timedelta(seconds=7)
+    # The caller's object is untouched.
+    assert pg.is_high_priority_stream is False
+    assert pg.watchdog_interval == timedelta(milliseconds=100)
+    assert pg._timeout == timedelta(minutes=30)
+    opts.comm_name = "changed"
+    assert pg.comm_name == "mine"
+
+
+@pytest.mark.parametrize("bad", [object(), {"blocking_wait": True}, "opts", 3])
+def test_wrong_pg_options_type(bad):
+    with pytest.raises(TypeError, match="nccl_core_backend.Options"):
+        make_options(bad, None, env={})
+
+
+@pytest.mark.parametrize(
+    "timeout, expected",
+    [
+        (timedelta(minutes=2), timedelta(minutes=2)),
+        (5, timedelta(seconds=5)),
+        (0.25, timedelta(milliseconds=250)),
+    ],
+)
+def test_timeout_conversion(timeout, expected):
+    assert make_options(None, timeout, env={})._timeout == expected
+
+
+@pytest.mark.parametrize("timeout", [0, -1, timedelta(0), timedelta(seconds=-3)])
+def test_non_positive_timeout_rejected(timeout):
+    with pytest.raises(ValueError, match="timeout"):
+        make_options(None, timeout, env={})
+
+
+def test_bad_environment_fails_make_options():
+    with pytest.raises(ValueError, match="TORCH_NCCL_HIGH_PRIORITY"):
+        make_options(None, None, env={"TORCH_NCCL_HIGH_PRIORITY": "sometimes"})
+
+
+# --- Options ----------------------------------------------------------------
+
+
+def test_options_defaults():
+    o = Options()
+    assert o.backend == "nccl_core"
+    assert o._timeout == timedelta(minutes=30)
+    assert o.watchdog_interval == timedelta(milliseconds=100)
+    for name in ("cga_cluster_size", "min_ctas", "max_ctas", "split_share", "cta_policy", "traffic_class"):
+        assert getattr(o, name) == INT_MIN, name  # NCCL's "unset"
+    assert o.net_name == "" and o.comm_name == ""
+
+
+def test_options_timeout_argument():
+    assert Options(timeout=timedelta(seconds=12))._timeout == timedelta(seconds=12)
+    assert Options(timedelta(milliseconds=1500))._timeout == timedelta(milliseconds=1500)
+
+
+VALUES = {
+    "is_high_priority_stream": True,
+    "blocking_wait": True,
+    "watchdog_interval": timedelta(milliseconds=37),
+    "cga_cluster_size": 2,
+    "min_ctas": 4,
+    "max_ctas": 16,
+    "split_share": 1,
+    "cta_policy": 1,
+    "traffic_class": 3,
+    "net_name": "IB",
+    "comm_name": "trainer",
+    "group_name": "g7",
+    "global_ranks_in_group": [3, 1, 2],
+    "_timeout": timedelta(seconds=90),
+}
+
+
+def _filled() -> Options:
+    o = Options()
+    for name, value in VALUES.items():
+        setattr(o, name, value)
+    return o
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_options_attribute_round_trip(name):
+    o = Options()
+    setattr(o, name, VALUES[name])
+    assert getattr(o, name) == VALUES[name]
+
+
+@pytest.mark.parametrize("name", ["min_ctas", "traffic_class"])
+def test_int_fields_refuse_strings(name):
+    with pytest.raises(TypeError):
+        setattr(Options(), name, "four")
+
+
+@pytest.mark.parametrize("clone", [copy.copy, copy.deepcopy])
+def test_options_copy_is_independent(clone):
+    o = _filled()
+    c = clone(o)
+    assert type(c) is Options and c is not o
+    for name, value in VALUES.items():
+        assert getattr(c, name) == value, name
+    c.min_ctas = 1
+    c.net_name = "Socket"
+    c.blocking_wait = False
+    assert o.min_ctas == 4 and o.net_name == "IB" and o.blocking_wait is True
+
+
+def test_deepcopy_inside_a_container():
+    o = _filled()
+    box = copy.deepcopy({"a": o, "b": [o]})
+    assert box["a"].comm_name == "trainer"
+    assert box["a"] is not o and box["b"][0] is not o
