@@ -104,6 +104,8 @@ PYBIND11_MODULE(_C, m) {
       .def("_has_communicator", &Backend::has_communicator)
       .def("_pending_works", &Backend::pending_works)
       .def_property_readonly("nccl_core_options", &Backend::options)
+      .def_property_readonly("options", &Backend::options,
+                             "The group's Options (torch 2.11 has no base binding).")
       .def("_stream", [](Backend& b) {
         auto s = b.stream();
         return py::make_tuple(s.id(), s.device_index(),

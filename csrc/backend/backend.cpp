@@ -202,6 +202,7 @@ void Backend::setSequenceNumberForGroup() {
 
 void Backend::check_healthy() const {
   if (failed_.load()) {
+    std::lock_guard<std::mutex> lock(error_mutex_);
     C10_THROW_ERROR(DistBackendError,
                     "nccl_core: the communicator failed earlier and was "
                     "aborted: " + error_);
@@ -209,6 +210,7 @@ void Backend::check_healthy() const {
 }
 
 void Backend::record_error(const std::string& msg) {
+  std::lock_guard<std::mutex> lock(error_mutex_);
   if (!failed_.load()) {
     error_ = msg;
     timed_out_ = msg.find("timed out") != std::string::npos;
@@ -234,16 +236,17 @@ void Backend::abort() {
 }
 
 void Backend::shutdown() {
-  if (watchdog_) {
-    watchdog_->stop();
-  }
   if (comm_ && comm_->is_live()) {
     try {
-      // Finalize flushes everything enqueued; bounded by the timeout.
+      // Finalize flushes everything enqueued (bounded by the timeout); only
+      // then may the watchdog drop the tensors that work kept alive.
       comm_->finalize();
     } catch (...) {
       comm_->abort();
     }
+  }
+  if (watchdog_) {
+    watchdog_->stop();
   }
   record_error("process group has been shut down");
 }

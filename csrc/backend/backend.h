@@ -163,6 +163,7 @@ class Backend : public c10d::Backend {
   std::mutex init_mutex_;
   std::atomic<uint64_t> seq_{0};
   uint64_t uid_counter_ = 0;
+  mutable std::mutex error_mutex_;
   std::string error_;
   std::atomic<bool> failed_{false};
   bool timed_out_ = false;

@@ -112,14 +112,16 @@ void Watchdog::fail_all(const std::string& msg) {
     std::lock_guard<std::mutex> lock(mutex_);
     failed.swap(entries_);
   }
+  // Errors first: aborting lets the kernels exit, and a waiter polling the
+  // end event must not see that as success.
   auto err = dist_backend_error(msg);
+  for (auto& e : failed) {
+    e.work->set_error(err);
+  }
   for (auto& e : failed) {
     if (e.comm) {
       e.comm->abort();
     }
-  }
-  for (auto& e : failed) {
-    e.work->set_error(err);
   }
   on_error_(msg);
 }

@@ -47,6 +47,7 @@ def main() -> int:
 
     import nccl_core_backend  # noqa: F401
     from tests.gpu import cases  # noqa: F401  - registers every case module
+    from tests.gpu.cases import common
     from tests.gpu.registry import CASES, Ctx, Skip
 
     rank = int(os.environ["RANK"])
@@ -85,8 +86,12 @@ def main() -> int:
                 raise Skip(f"needs world size >= {meta['min_world']}")
             if meta["mode"] and meta["mode"] != mode:
                 raise Skip(f"runs in {meta['mode']} launches only")
+            common.FAILURES.clear()
             fn(ctx)
             torch.cuda.synchronize()
+            if common.FAILURES:
+                raise AssertionError("; ".join(common.FAILURES[:5]) +
+                                     (f" (+{len(common.FAILURES) - 5} more)" if len(common.FAILURES) > 5 else ""))
             rec["status"] = "pass"
         except Skip as e:
             rec["status"] = "skip"

@@ -52,13 +52,16 @@ def new_group_subsets(ctx):
 
 
 @case()
-def new_subgroups_and_split_group(ctx):
-    w = ctx.world
-    sub, subs = dist.new_subgroups(group_size=2)
+def new_subgroups(ctx):
+    sub, _ = dist.new_subgroups(group_size=2)
     sanity(ctx, sub)
-    for g in subs:
-        if g is not sub and g is not None:
-            pass
+    sanity(ctx)
+
+
+# torch splits only from a default group bound to a device (device_id=).
+@case(mode="eager")
+def split_group_and_split_of_split(ctx):
+    w = ctx.world
     split_group = getattr(dist, "split_group", None) or dist.distributed_c10d.split_group
     split_ranks = [[r for r in range(w) if r % 2 == 0], [r for r in range(w) if r % 2 == 1]]
     g = split_group(split_ranks=split_ranks, timeout=datetime.timedelta(seconds=60))
@@ -118,7 +121,6 @@ def skipped_collective_times_out_cleanly(ctx):
             work.wait()
         e = expect_raises(dist.DistBackendError, wait_until_failed, "timed out")
         assert time.time() - t0 < 4 + 10, f"took {time.time() - t0:.1f}s"
-        assert b.get_error() != dist.distributed_c10d.ErrorType.SUCCESS if hasattr(dist.distributed_c10d, "ErrorType") else True
         expect_raises(dist.DistBackendError, lambda: dist.all_reduce(t, group=g))
         del e
     sanity(ctx)
