@@ -19,5 +19,12 @@ if ! MAX_JOBS=${MAX_JOBS:-16} python3 -m pip install --no-build-isolation --no-d
 fi
 echo "build ok in $(( $(date +%s) - t0 ))s"
 echo "== GPU suite (configs: ${NCCL_CORE_GPU_CONFIGS:-2:eager,2:lazy,4:eager,4:lazy})"
-python3 -m pytest tests -q -rs -p no:cacheprovider "$@" 2>&1 | tee "$LOG_DIR/pytest.log"
-exit "${PIPESTATUS[0]}"
+python3 -m pytest tests/gpu -q -rs -p no:cacheprovider "$@" 2>&1 | tee "$LOG_DIR/pytest-gpu.log"
+gpu_rc=${PIPESTATUS[0]}
+echo "== CPU tests on the GPU host"
+python3 -m pytest tests/cpu -q -rs -p no:cacheprovider 2>&1 | tee "$LOG_DIR/pytest-cpu.log"
+cpu_rc=${PIPESTATUS[0]}
+echo "== summary"
+echo "GPU suite: $(tail -1 "$LOG_DIR/pytest-gpu.log")"
+echo "CPU tests: $(tail -1 "$LOG_DIR/pytest-cpu.log")"
+[ "$gpu_rc" = 0 ] && [ "$cpu_rc" = 0 ]
