@@ -18,7 +18,7 @@ Backend::Backend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
     : c10d::Backend(rank, size),
       store_(std::move(store)),
       options_(options ? std::move(options) : c10::make_intrusive<GroupOptions>()) {
-  TORCH_CHECK_VALUE(size > 0 && rank >= 0 && rank < size,
+  NCCL_CORE_CHECK_VALUE(size > 0 && rank >= 0 && rank < size,
                     "nccl_core: invalid rank ", rank, " for group size ", size);
 }
 
@@ -49,7 +49,7 @@ void Backend::setTimeout(std::chrono::milliseconds timeout) {
 
 at::Device Backend::pick_device(const at::Tensor* t) const {
   if (t != nullptr) {
-    TORCH_CHECK_VALUE(t->is_cuda(), "nccl_core: tensors must be CUDA tensors, got a ",
+    NCCL_CORE_CHECK_VALUE(t->is_cuda(), "nccl_core: tensors must be CUDA tensors, got a ",
                       t->device().str(), " tensor");
     return t->device();
   }
@@ -74,7 +74,7 @@ std::shared_ptr<Communicator> Backend::communicator(
     return comm_;
   }
   at::Device dev = device ? *device : pick_device(nullptr);
-  TORCH_CHECK_VALUE(dev.is_cuda() && dev.has_index(),
+  NCCL_CORE_CHECK_VALUE(dev.is_cuda() && dev.has_index(),
                     "nccl_core: communicators live on a CUDA device, got ",
                     dev.str());
   std::lock_guard<std::mutex> lock(init_mutex_);
@@ -99,7 +99,7 @@ std::shared_ptr<Communicator> Backend::communicator(
         store_->set(key, bytes);
       } else {
         auto bytes = store_->get(key);
-        TORCH_CHECK(bytes.size() == sizeof(id),
+        NCCL_CORE_CHECK_STATE(bytes.size() == sizeof(id),
                     "nccl_core: malformed unique id in the store");
         std::memcpy(&id, bytes.data(), sizeof(id));
       }
@@ -146,7 +146,7 @@ void Backend::eagerConnectSingleDevice(at::Device device) {
 
 void Backend::set_split_source(c10::intrusive_ptr<Backend> parent,
                                int color) {
-  TORCH_CHECK_VALUE(color >= 0, "nccl_core: split color must be >= 0");
+  NCCL_CORE_CHECK_VALUE(color >= 0, "nccl_core: split color must be >= 0");
   split_parent_ = std::move(parent);
   split_color_ = color;
 }
@@ -201,6 +201,10 @@ void Backend::setSequenceNumberForGroup() {
 }
 
 void Backend::check_healthy() const {
+  if (comm_ && !comm_->is_live() && !failed_.load()) {
+    C10_THROW_ERROR(DistBackendError,
+                    "nccl_core: the communicator has been aborted or destroyed");
+  }
   if (failed_.load()) {
     std::lock_guard<std::mutex> lock(error_mutex_);
     C10_THROW_ERROR(DistBackendError,

@@ -12,16 +12,16 @@ using c10d::OpType;
 using WorkPtr = c10::intrusive_ptr<c10d::Work>;
 
 Backend::Buf Backend::buf(const at::Tensor& t, const char* op) const {
-  TORCH_CHECK_VALUE(t.defined(), "nccl_core ", op, ": undefined tensor");
-  TORCH_CHECK_VALUE(t.is_cuda(), "nccl_core ", op,
+  NCCL_CORE_CHECK_VALUE(t.defined(), "nccl_core ", op, ": undefined tensor");
+  NCCL_CORE_CHECK_VALUE(t.is_cuda(), "nccl_core ", op,
                     ": tensors must be CUDA tensors, got a ", t.device().str(),
                     " tensor");
-  TORCH_CHECK_VALUE(!device_ || t.device() == *device_, "nccl_core ", op,
+  NCCL_CORE_CHECK_VALUE(!device_ || t.device() == *device_, "nccl_core ", op,
                     ": tensor is on ", t.device().str(),
                     " but this group's communicator is on ", device_->str());
-  TORCH_CHECK_VALUE(!t.is_sparse(), "nccl_core ", op,
+  NCCL_CORE_CHECK_VALUE(!t.is_sparse(), "nccl_core ", op,
                     ": sparse tensors are not supported");
-  TORCH_CHECK_VALUE(t.is_contiguous(), "nccl_core ", op,
+  NCCL_CORE_CHECK_VALUE(t.is_contiguous(), "nccl_core ", op,
                     ": tensors must be contiguous (call .contiguous())");
   if (t.is_complex()) {
     auto real = at::toRealValueType(t.scalar_type());
@@ -89,7 +89,7 @@ ncclRedOp_t Backend::reduce_op(const c10d::ReduceOp& op, const at::Tensor& t,
   auto real_type = complex ? at::toRealValueType(t.scalar_type())
                            : t.scalar_type();
   if (sup->tensor_factor.defined()) {
-    TORCH_CHECK_VALUE(sup->tensor_factor.numel() == 1, "nccl_core ", what,
+    NCCL_CORE_CHECK_VALUE(sup->tensor_factor.numel() == 1, "nccl_core ", what,
                       ": PREMUL_SUM factor must have one element");
     // NCCL reads the device scalar while the collective runs: keep it alive.
     at::Tensor factor = sup->tensor_factor.to(t.device(), real_type).contiguous();
@@ -111,13 +111,13 @@ ncclRedOp_t Backend::reduce_op(const c10d::ReduceOp& op, const at::Tensor& t,
 namespace {
 
 void check_single(const std::vector<at::Tensor>& tensors, const char* op) {
-  TORCH_CHECK_VALUE(tensors.size() == 1, "nccl_core ", op,
+  NCCL_CORE_CHECK_VALUE(tensors.size() == 1, "nccl_core ", op,
                     ": expects exactly one tensor per call (one GPU per "
                     "process), got ", tensors.size());
 }
 
 void check_same(const at::Tensor& a, const at::Tensor& b, const char* op) {
-  TORCH_CHECK_TYPE(a.scalar_type() == b.scalar_type(), "nccl_core ", op,
+  NCCL_CORE_CHECK_TYPE(a.scalar_type() == b.scalar_type(), "nccl_core ", op,
                    ": dtype mismatch between input (", a.scalar_type(),
                    ") and output (", b.scalar_type(), ")");
 }
@@ -136,7 +136,7 @@ WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors,
                            const c10d::BroadcastOptions& opts) {
   check_single(tensors, "broadcast");
   auto& t = tensors[0];
-  TORCH_CHECK_VALUE(opts.rootRank >= 0 && opts.rootRank < size_,
+  NCCL_CORE_CHECK_VALUE(opts.rootRank >= 0 && opts.rootRank < size_,
                     "nccl_core broadcast: root ", opts.rootRank,
                     " out of range for group size ", size_);
   auto dev = pick_device(&t);
@@ -166,7 +166,7 @@ WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors,
 WorkPtr Backend::allreduce_coalesced(
     std::vector<at::Tensor>& tensors,
     const c10d::AllreduceCoalescedOptions& opts) {
-  TORCH_CHECK_VALUE(!tensors.empty(), "nccl_core allreduce_coalesced: no tensors");
+  NCCL_CORE_CHECK_VALUE(!tensors.empty(), "nccl_core allreduce_coalesced: no tensors");
   auto dev = pick_device(&tensors[0]);
   return launch(OpType::ALLREDUCE_COALESCED, dev, {}, tensors, opts.timeout,
                 "allreduce_coalesced",
@@ -192,7 +192,7 @@ WorkPtr Backend::reduce(std::vector<at::Tensor>& tensors,
                         const c10d::ReduceOptions& opts) {
   check_single(tensors, "reduce");
   auto& t = tensors[0];
-  TORCH_CHECK_VALUE(opts.rootRank >= 0 && opts.rootRank < size_,
+  NCCL_CORE_CHECK_VALUE(opts.rootRank >= 0 && opts.rootRank < size_,
                     "nccl_core reduce: root ", opts.rootRank,
                     " out of range for group size ", size_);
   auto dev = pick_device(&t);
@@ -209,7 +209,7 @@ WorkPtr Backend::reduce(std::vector<at::Tensor>& tensors,
 WorkPtr Backend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                  const c10d::AllgatherOptions& opts) {
   check_same(input, output, "all_gather_into_tensor");
-  TORCH_CHECK_VALUE(output.numel() == input.numel() * size_,
+  NCCL_CORE_CHECK_VALUE(output.numel() == input.numel() * size_,
                     "nccl_core all_gather_into_tensor: output has ",
                     output.numel(), " elements, expected input numel x world size = ",
                     input.numel() * size_);
@@ -228,15 +228,15 @@ WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                            std::vector<at::Tensor>& inputs,
                            const c10d::AllgatherOptions& opts) {
   check_single(inputs, "all_gather");
-  TORCH_CHECK_VALUE(outputs.size() == 1, "nccl_core all_gather: expects one output list");
+  NCCL_CORE_CHECK_VALUE(outputs.size() == 1, "nccl_core all_gather: expects one output list");
   auto& input = inputs[0];
   auto& outs = outputs[0];
-  TORCH_CHECK_VALUE(static_cast<int>(outs.size()) == size_,
+  NCCL_CORE_CHECK_VALUE(static_cast<int>(outs.size()) == size_,
                     "nccl_core all_gather: output list has ", outs.size(),
                     " tensors, expected world size ", size_);
   for (auto& o : outs) {
     check_same(input, o, "all_gather");
-    TORCH_CHECK_VALUE(o.numel() == input.numel(),
+    NCCL_CORE_CHECK_VALUE(o.numel() == input.numel(),
                       "nccl_core all_gather: output tensors must match the input "
                       "size (uneven all_gather is not supported)");
   }
@@ -263,16 +263,16 @@ WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
 WorkPtr Backend::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputs,
     std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) {
-  TORCH_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
+  NCCL_CORE_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
                     "nccl_core allgather_coalesced: expects one output list per input");
   std::vector<at::Tensor> all_outs;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    TORCH_CHECK_VALUE(static_cast<int>(outputs[i].size()) == size_,
+    NCCL_CORE_CHECK_VALUE(static_cast<int>(outputs[i].size()) == size_,
                       "nccl_core allgather_coalesced: output list ", i,
                       " must have world size tensors");
     for (auto& o : outputs[i]) {
       check_same(inputs[i], o, "allgather_coalesced");
-      TORCH_CHECK_VALUE(o.numel() == inputs[i].numel(),
+      NCCL_CORE_CHECK_VALUE(o.numel() == inputs[i].numel(),
                         "nccl_core allgather_coalesced: output size mismatch");
       all_outs.push_back(o);
     }
@@ -306,12 +306,12 @@ WorkPtr Backend::allgather_coalesced(
 WorkPtr Backend::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
-  TORCH_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
+  NCCL_CORE_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
                     "nccl_core allgather_into_tensor_coalesced: expects as many "
                     "outputs as inputs");
   for (size_t i = 0; i < inputs.size(); ++i) {
     check_same(inputs[i], outputs[i], "allgather_into_tensor_coalesced");
-    TORCH_CHECK_VALUE(outputs[i].numel() == inputs[i].numel() * size_,
+    NCCL_CORE_CHECK_VALUE(outputs[i].numel() == inputs[i].numel() * size_,
                       "nccl_core allgather_into_tensor_coalesced: output ", i,
                       " must have world size x input elements");
   }
@@ -336,21 +336,21 @@ WorkPtr Backend::gather(std::vector<std::vector<at::Tensor>>& outputs,
   check_single(inputs, "gather");
   auto& input = inputs[0];
   int root = static_cast<int>(opts.rootRank);
-  TORCH_CHECK_VALUE(root >= 0 && root < size_, "nccl_core gather: root ", root,
+  NCCL_CORE_CHECK_VALUE(root >= 0 && root < size_, "nccl_core gather: root ", root,
                     " out of range for group size ", size_);
   std::vector<at::Tensor> outs;
   if (rank_ == root) {
-    TORCH_CHECK_VALUE(outputs.size() == 1 &&
+    NCCL_CORE_CHECK_VALUE(outputs.size() == 1 &&
                           static_cast<int>(outputs[0].size()) == size_,
                       "nccl_core gather: the root needs a list of world size outputs");
     for (auto& o : outputs[0]) {
       check_same(input, o, "gather");
-      TORCH_CHECK_VALUE(o.numel() == input.numel(),
+      NCCL_CORE_CHECK_VALUE(o.numel() == input.numel(),
                         "nccl_core gather: output size mismatch");
     }
     outs = outputs[0];
   } else {
-    TORCH_CHECK_VALUE(outputs.empty() || outputs[0].empty(),
+    NCCL_CORE_CHECK_VALUE(outputs.empty() || outputs[0].empty(),
                       "nccl_core gather: only the root takes output tensors");
   }
   auto dev = pick_device(&input);
@@ -380,16 +380,16 @@ WorkPtr Backend::scatter(std::vector<at::Tensor>& outputs,
   check_single(outputs, "scatter");
   auto& output = outputs[0];
   int root = static_cast<int>(opts.rootRank);
-  TORCH_CHECK_VALUE(root >= 0 && root < size_, "nccl_core scatter: root ", root,
+  NCCL_CORE_CHECK_VALUE(root >= 0 && root < size_, "nccl_core scatter: root ", root,
                     " out of range for group size ", size_);
   std::vector<at::Tensor> ins;
   if (rank_ == root) {
-    TORCH_CHECK_VALUE(inputs.size() == 1 &&
+    NCCL_CORE_CHECK_VALUE(inputs.size() == 1 &&
                           static_cast<int>(inputs[0].size()) == size_,
                       "nccl_core scatter: the root needs a list of world size inputs");
     for (auto& i : inputs[0]) {
       check_same(i, output, "scatter");
-      TORCH_CHECK_VALUE(i.numel() == output.numel(),
+      NCCL_CORE_CHECK_VALUE(i.numel() == output.numel(),
                         "nccl_core scatter: input size mismatch");
     }
     ins = inputs[0];
@@ -413,7 +413,7 @@ WorkPtr Backend::scatter(std::vector<at::Tensor>& outputs,
 WorkPtr Backend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                       const c10d::ReduceScatterOptions& opts) {
   check_same(input, output, "reduce_scatter_tensor");
-  TORCH_CHECK_VALUE(input.numel() == output.numel() * size_,
+  NCCL_CORE_CHECK_VALUE(input.numel() == output.numel() * size_,
                     "nccl_core reduce_scatter_tensor: input has ", input.numel(),
                     " elements, expected output numel x world size = ",
                     output.numel() * size_);
@@ -435,13 +435,13 @@ WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs,
                                 std::vector<std::vector<at::Tensor>>& inputs,
                                 const c10d::ReduceScatterOptions& opts) {
   check_single(outputs, "reduce_scatter");
-  TORCH_CHECK_VALUE(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_,
+  NCCL_CORE_CHECK_VALUE(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_,
                     "nccl_core reduce_scatter: expects a list of world size inputs");
   auto& output = outputs[0];
   auto& ins = inputs[0];
   for (auto& i : ins) {
     check_same(i, output, "reduce_scatter");
-    TORCH_CHECK_VALUE(i.numel() == output.numel(),
+    NCCL_CORE_CHECK_VALUE(i.numel() == output.numel(),
                       "nccl_core reduce_scatter: input size mismatch");
   }
   auto dev = pick_device(&output);
@@ -465,12 +465,12 @@ WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs,
 WorkPtr Backend::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::ReduceScatterOptions& opts) {
-  TORCH_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
+  NCCL_CORE_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
                     "nccl_core reduce_scatter_tensor_coalesced: expects as many "
                     "outputs as inputs");
   for (size_t i = 0; i < inputs.size(); ++i) {
     check_same(inputs[i], outputs[i], "reduce_scatter_tensor_coalesced");
-    TORCH_CHECK_VALUE(inputs[i].numel() == outputs[i].numel() * size_,
+    NCCL_CORE_CHECK_VALUE(inputs[i].numel() == outputs[i].numel() * size_,
                       "nccl_core reduce_scatter_tensor_coalesced: input ", i,
                       " must have world size x output elements");
   }

@@ -1,12 +1,48 @@
 // How NCCL-layer failures surface through torch.distributed.
 #pragma once
 
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 #include <c10/util/Exception.h>
 
 #include <exception>
 #include <string>
+#include <type_traits>
 
 namespace nccl_core {
+
+// Messages are built with std::to_string, not iostreams: some toolchains
+// link parts of libstdc++ statically into extensions, and numeric ostream
+// output from that copy crashes (seen with torch 2.11 on the GPU hosts).
+namespace detail {
+inline void append(std::string& s, const std::string& v) { s += v; }
+inline void append(std::string& s, const char* v) { s += v; }
+inline void append(std::string& s, c10::ScalarType t) { s += c10::toString(t); }
+inline void append(std::string& s, const c10::Device& d) { s += d.str(); }
+template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
+void append(std::string& s, T v) {
+  s += std::to_string(v);
+}
+} // namespace detail
+
+template <class... A>
+std::string concat(const A&... parts) {
+  std::string s;
+  (detail::append(s, parts), ...);
+  return s;
+}
+
+#define NCCL_CORE_CHECK_AS(kind, cond, ...)                       \
+  do {                                                            \
+    if (C10_UNLIKELY(!(cond))) {                                  \
+      C10_THROW_ERROR(kind, ::nccl_core::concat(__VA_ARGS__));    \
+    }                                                             \
+  } while (0)
+// Bad argument value / bad dtype / bad state, as ValueError / TypeError /
+// RuntimeError in Python.
+#define NCCL_CORE_CHECK_VALUE(cond, ...) NCCL_CORE_CHECK_AS(ValueError, cond, __VA_ARGS__)
+#define NCCL_CORE_CHECK_TYPE(cond, ...) NCCL_CORE_CHECK_AS(TypeError, cond, __VA_ARGS__)
+#define NCCL_CORE_CHECK_STATE(cond, ...) NCCL_CORE_CHECK_AS(Error, cond, __VA_ARGS__)
 
 // An exception_ptr holding c10::DistBackendError(msg), which Python sees as
 // torch.distributed.DistBackendError.

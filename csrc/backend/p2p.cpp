@@ -25,28 +25,28 @@ std::vector<size_t> offsets(const std::vector<int64_t>& splits, size_t row) {
 void check_splits(const std::vector<int64_t>& splits, const at::Tensor& t,
                   int size, const char* which) {
   if (splits.empty()) {
-    TORCH_CHECK_VALUE(t.dim() > 0 && t.size(0) % size == 0,
+    NCCL_CORE_CHECK_VALUE(t.dim() > 0 && t.size(0) % size == 0,
                       "nccl_core all_to_all_single: ", which,
                       " dim 0 (", t.dim() > 0 ? t.size(0) : 0,
                       ") must be divisible by the world size ", size);
     return;
   }
-  TORCH_CHECK_VALUE(static_cast<int>(splits.size()) == size,
+  NCCL_CORE_CHECK_VALUE(static_cast<int>(splits.size()) == size,
                     "nccl_core all_to_all_single: ", which, " split sizes have ",
                     splits.size(), " entries, expected world size ", size);
   int64_t total = 0;
   for (int64_t s : splits) {
-    TORCH_CHECK_VALUE(s >= 0, "nccl_core all_to_all_single: negative split size");
+    NCCL_CORE_CHECK_VALUE(s >= 0, "nccl_core all_to_all_single: negative split size");
     total += s;
   }
-  TORCH_CHECK_VALUE(t.dim() > 0 && total == t.size(0),
+  NCCL_CORE_CHECK_VALUE(t.dim() > 0 && total == t.size(0),
                     "nccl_core all_to_all_single: ", which,
                     " split sizes sum to ", total, " but dim 0 is ",
                     t.dim() > 0 ? t.size(0) : 0);
 }
 
 void check_peer(int peer, int size, const char* op) {
-  TORCH_CHECK_VALUE(peer >= 0 && peer < size, "nccl_core ", op, ": peer rank ",
+  NCCL_CORE_CHECK_VALUE(peer >= 0 && peer < size, "nccl_core ", op, ": peer rank ",
                     peer, " out of range for group size ", size);
 }
 
@@ -56,14 +56,14 @@ WorkPtr Backend::alltoall_base(at::Tensor& output, at::Tensor& input,
                                std::vector<int64_t>& output_splits,
                                std::vector<int64_t>& input_splits,
                                const c10d::AllToAllOptions& opts) {
-  TORCH_CHECK_TYPE(input.scalar_type() == output.scalar_type(),
+  NCCL_CORE_CHECK_TYPE(input.scalar_type() == output.scalar_type(),
                    "nccl_core all_to_all_single: dtype mismatch between input (",
                    input.scalar_type(), ") and output (", output.scalar_type(), ")");
   check_splits(input_splits, input, size_, "input");
   check_splits(output_splits, output, size_, "output");
   bool even = input_splits.empty() && output_splits.empty();
   if (even) {
-    TORCH_CHECK_VALUE(input.numel() == output.numel(),
+    NCCL_CORE_CHECK_VALUE(input.numel() == output.numel(),
                       "nccl_core all_to_all_single: input and output sizes differ");
   }
   auto dev = pick_device(&input);
@@ -112,11 +112,11 @@ WorkPtr Backend::alltoall_base(at::Tensor& output, at::Tensor& input,
 WorkPtr Backend::alltoall(std::vector<at::Tensor>& outputs,
                           std::vector<at::Tensor>& inputs,
                           const c10d::AllToAllOptions& opts) {
-  TORCH_CHECK_VALUE(static_cast<int>(inputs.size()) == size_ &&
+  NCCL_CORE_CHECK_VALUE(static_cast<int>(inputs.size()) == size_ &&
                         static_cast<int>(outputs.size()) == size_,
                     "nccl_core all_to_all: expects world size input and output lists");
   for (int r = 0; r < size_; ++r) {
-    TORCH_CHECK_TYPE(inputs[r].scalar_type() == outputs[r].scalar_type(),
+    NCCL_CORE_CHECK_TYPE(inputs[r].scalar_type() == outputs[r].scalar_type(),
                      "nccl_core all_to_all: dtype mismatch at index ", r);
   }
   auto dev = pick_device(&inputs[0]);
@@ -139,7 +139,7 @@ WorkPtr Backend::alltoall(std::vector<at::Tensor>& outputs,
 }
 
 WorkPtr Backend::send(std::vector<at::Tensor>& tensors, int dst, int /*tag*/) {
-  TORCH_CHECK_VALUE(tensors.size() == 1, "nccl_core send: expects one tensor");
+  NCCL_CORE_CHECK_VALUE(tensors.size() == 1, "nccl_core send: expects one tensor");
   check_peer(dst, size_, "send");
   auto& t = tensors[0];
   auto dev = pick_device(&t);
@@ -151,7 +151,7 @@ WorkPtr Backend::send(std::vector<at::Tensor>& tensors, int dst, int /*tag*/) {
 }
 
 WorkPtr Backend::recv(std::vector<at::Tensor>& tensors, int src, int /*tag*/) {
-  TORCH_CHECK_VALUE(tensors.size() == 1, "nccl_core recv: expects one tensor");
+  NCCL_CORE_CHECK_VALUE(tensors.size() == 1, "nccl_core recv: expects one tensor");
   check_peer(src, size_, "recv");
   auto& t = tensors[0];
   auto dev = pick_device(&t);
@@ -170,7 +170,7 @@ WorkPtr Backend::recvAnysource(std::vector<at::Tensor>& /*tensors*/,
 }
 
 void Backend::startCoalescing() {
-  TORCH_CHECK(!coalescing_,
+  NCCL_CORE_CHECK_STATE(!coalescing_,
               "nccl_core: startCoalescing inside an unfinished coalescing block");
   check_healthy();
   // Create the communicator first: NCCL defers an init issued inside a
@@ -182,7 +182,7 @@ void Backend::startCoalescing() {
 }
 
 WorkPtr Backend::endCoalescing() {
-  TORCH_CHECK(coalescing_, "nccl_core: endCoalescing without startCoalescing");
+  NCCL_CORE_CHECK_STATE(coalescing_, "nccl_core: endCoalescing without startCoalescing");
   coalescing_ = false;
   c10::intrusive_ptr<Work> work = std::move(coalesced_);
   coalesced_.reset();

@@ -112,8 +112,11 @@ void Watchdog::fail_all(const std::string& msg) {
     std::lock_guard<std::mutex> lock(mutex_);
     failed.swap(entries_);
   }
-  // Errors first: aborting lets the kernels exit, and a waiter polling the
-  // end event must not see that as success.
+  // The backend's error, then the works', then the abort: a caller woken by
+  // any of these must already see the group as failed, and aborting lets the
+  // kernels exit, which a waiter polling the end event must not take for
+  // success.
+  on_error_(msg);
   auto err = dist_backend_error(msg);
   for (auto& e : failed) {
     e.work->set_error(err);
@@ -123,7 +126,6 @@ void Watchdog::fail_all(const std::string& msg) {
       e.comm->abort();
     }
   }
-  on_error_(msg);
 }
 
 } // namespace nccl_core

@@ -96,7 +96,7 @@ void Work::release_tensors() {
 }
 
 void Work::blockCurrentStream() {
-  TORCH_CHECK(recorded,
+  NCCL_CORE_CHECK_STATE(recorded,
               "nccl_core: wait() on an operation inside an unfinished "
               "coalescing block; wait on the work that ends the block");
   end_event_.block(at::cuda::getCurrentCUDAStream(device_.index()));

@@ -19,7 +19,8 @@ def async_ops_wait_on_stream(ctx):
     # wait() made the current stream wait: reading t on it is safe.
     check(t, sum(x.double() for x in ins), torch.float32, "SUM", w, "async all_reduce")
     torch.cuda.synchronize()
-    assert work.is_completed() and work.is_success() and work.exception() is None
+    # (Work.exception() has no Python binding that can return its value.)
+    assert work.is_completed() and work.is_success()
     # A side stream: the op follows work queued there, and wait() orders the
     # consumer stream after it.
     s = torch.cuda.Stream()
