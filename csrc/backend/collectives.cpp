@@ -30,9 +30,8 @@ Backend::Buf Backend::buf(const at::Tensor& t, const char* op) const {
   }
   auto type = types::to_nccl(t.scalar_type());
   if (!type) {
-    C10_THROW_ERROR(TypeError, std::string("nccl_core ") + op + ": dtype " +
-                                   c10::toString(t.scalar_type()) +
-                                   " is not supported by NCCL");
+    C10_THROW_ERROR(TypeError, concat("nccl_core ", op, ": dtype ", t.scalar_type(),
+                                      " is not supported by NCCL"));
   }
   return Buf{t.data_ptr(), static_cast<size_t>(t.numel()), *type};
 }

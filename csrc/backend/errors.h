@@ -17,7 +17,9 @@ namespace nccl_core {
 namespace detail {
 inline void append(std::string& s, const std::string& v) { s += v; }
 inline void append(std::string& s, const char* v) { s += v; }
-inline void append(std::string& s, c10::ScalarType t) { s += c10::toString(t); }
+inline void append(std::string& s, c10::ScalarType t) {
+  s += "torch." + std::string(c10::getDtypeNames(t).first); // as Python spells it
+}
 inline void append(std::string& s, const c10::Device& d) { s += d.str(); }
 template <class T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
 void append(std::string& s, T v) {

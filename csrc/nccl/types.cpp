@@ -39,7 +39,7 @@ std::optional<ncclDataType_t> to_nccl(at::ScalarType t) {
 ncclDataType_t to_nccl_or_throw(at::ScalarType t) {
   auto nt = to_nccl(t);
   if (!nt) {
-    throw NcclInvalid(std::string("dtype ") + c10::toString(t) +
+    throw NcclInvalid("dtype torch." + std::string(c10::getDtypeNames(t).first) +
                       " has no NCCL equivalent");
   }
   return *nt;
