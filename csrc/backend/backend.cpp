@@ -174,13 +174,12 @@ c10::intrusive_ptr<c10d::Backend> Backend::split(
     color = (color ^ static_cast<uint32_t>(r)) * 16777619u;
   }
   int key = static_cast<int>(it - ranks.begin());
-  auto child_opts = c10::dynamic_intrusive_pointer_cast<GroupOptions>(opts);
-  if (!child_opts) {
-    child_opts = c10::make_intrusive<GroupOptions>(*options_);
-    if (opts) {
-      child_opts->timeout = opts->timeout;
-      child_opts->group_name = opts->group_name;
-    }
+  // A copy: torch 2.11 hands us the parent's live options object.
+  auto given = c10::dynamic_intrusive_pointer_cast<GroupOptions>(opts);
+  auto child_opts = c10::make_intrusive<GroupOptions>(given ? *given : *options_);
+  if (!given && opts) {
+    child_opts->timeout = opts->timeout;
+    child_opts->group_name = opts->group_name;
   }
   auto child = surface_errors([&] {
     return parent->split(static_cast<int>(color & 0x7fffffff), key,

@@ -50,13 +50,11 @@ std::string concat(const A&... parts) {
 // torch.distributed.DistBackendError.
 std::exception_ptr dist_backend_error(const std::string& msg);
 
-// Runs `fn`; NCCL-layer errors (NcclError) are rethrown as DistBackendError
-// with NCCL's message, argument errors (NcclInvalid) as ValueError.
-template <class Fn>
-decltype(auto) surface_errors(Fn&& fn);
-
+// Rethrows the exception in flight: NcclError as DistBackendError with
+// NCCL's message, NcclInvalid as ValueError; anything else unchanged.
 [[noreturn]] void rethrow_as_dist_error(const char* where);
 
+// Runs `fn` with NCCL-layer errors surfaced as above.
 template <class Fn>
 decltype(auto) surface_errors(Fn&& fn) {
   try {

@@ -175,7 +175,7 @@ void Backend::startCoalescing() {
   check_healthy();
   // Create the communicator first: NCCL defers an init issued inside a
   // group to the group's end, and our init waits for it.
-  surface_errors([&] { communicator(pick_device(nullptr)); });
+  communicator(pick_device(nullptr));
   NCCL_CORE_CHECK(nullptr, ncclGroupStart());
   coalescing_ = true;
   coalesced_.reset();

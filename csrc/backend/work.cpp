@@ -128,7 +128,6 @@ void Work::wait_on_host(std::chrono::milliseconds timeout) {
   auto pause = std::chrono::microseconds(1);
   while (!gpu_done()) {
     rethrow_if_failed();
-
     if (timeout.count() > 0 && std::chrono::steady_clock::now() > deadline) {
       auto err = dist_backend_error(
           "nccl_core: " + c10d::opTypeToString(opType_) + " (seq " +
