@@ -5,44 +5,115 @@ point also registers it at ``import torch``), so that::
 
     dist.init_process_group(backend="nccl_core")
 
-works under ``torchrun``.
+works under ``torchrun``.  The ``nccl.core``-style API sits on the group's own
+communicator::
+
+    comm = nccl_core_backend.get_communicator()
+    buf = nccl_core_backend.torch.empty(1 << 20, device="cuda")
+    win = comm.register_window(buf)
 """
 
 from __future__ import annotations
 
+import importlib as _importlib
 from typing import TYPE_CHECKING
 
-import torch  # noqa: F401  - loads libnccl.so.2 before our extension
-import torch.distributed  # noqa: F401  - c10d base classes for _C
+# torch loads libnccl.so.2 before our extension does, and the c10d base
+# classes must exist before _C derives from them.  Bound under private names:
+# `nccl_core_backend.torch` is the interop module, not torch itself.
+_importlib.import_module("torch.distributed")
 
-from nccl_core_backend._registration import BACKEND_NAME, register
-from nccl_core_backend.errors import NcclError, NcclInvalid, NcclUnsupported
+from nccl_core_backend._registration import BACKEND_NAME, register  # noqa: E402
+from nccl_core_backend.communicator import (  # noqa: E402
+    get_backend,
+    get_communicator,
+    get_error_string,
+    group,
+    group_end,
+    group_start,
+)
+from nccl_core_backend.constants import (  # noqa: E402
+    AVG,
+    BFLOAT16,
+    CHAR,
+    DOUBLE,
+    FLOAT,
+    FLOAT8E4M3,
+    FLOAT8E5M2,
+    FLOAT16,
+    FLOAT32,
+    FLOAT64,
+    HALF,
+    INT,
+    INT8,
+    INT32,
+    INT64,
+    MAX,
+    MIN,
+    NCCL_SPLIT_NOCOLOR,
+    PROD,
+    SUM,
+    UINT8,
+    UINT32,
+    UINT64,
+    CommShrinkFlag,
+    CTAPolicy,
+    NcclCommMemStat,
+    NcclDataType,
+    NcclGinConnectionType,
+    NcclGinType,
+    NcclRedOp,
+    Result,
+    ScalarResidence,
+    WindowFlag,
+)
+from nccl_core_backend.errors import NcclError, NcclInvalid, NcclUnsupported  # noqa: E402
 
 register()
 
 if TYPE_CHECKING:
     from nccl_core_backend import _C
-    from nccl_core_backend._C import Options, ProcessGroupNcclCore
+    from nccl_core_backend._C import (
+        CommResource,
+        Communicator,
+        CustomRedOp,
+        Options,
+        ProcessGroupNcclCore,
+        RegisteredBufferHandle,
+        RegisteredWindowHandle,
+    )
+    from nccl_core_backend.interop import cupy, torch
 
 # The C++ extension loads on first use, not here: the ``torch.backends`` entry
 # point imports this package while ``import torch`` runs, and registering must
 # stay cheap there (and must not fail if the extension cannot load).
-_LAZY = ("_C", "Options", "ProcessGroupNcclCore")
+_LAZY_EXT = (
+    "Options",
+    "ProcessGroupNcclCore",
+    "Communicator",
+    "CommResource",
+    "RegisteredBufferHandle",
+    "RegisteredWindowHandle",
+    "CustomRedOp",
+)
+_LAZY_MODULES = {"torch": "nccl_core_backend.interop.torch", "cupy": "nccl_core_backend.interop.cupy"}
 
 
 def __getattr__(name: str):
-    if name in _LAZY:
-        import importlib
-
-        ext = importlib.import_module("nccl_core_backend._C")
-        value = ext if name == "_C" else getattr(ext, name)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name == "_C":
+        value = _importlib.import_module("nccl_core_backend._C")
+    elif name in _LAZY_EXT:
+        value = getattr(_importlib.import_module("nccl_core_backend._C"), name)
+    elif name in _LAZY_MODULES:
+        value = _importlib.import_module(_LAZY_MODULES[name])
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | {"_C", *_LAZY_EXT, *_LAZY_MODULES})
 
 
 def nccl_version() -> tuple[int, int, int]:
@@ -54,12 +125,58 @@ def nccl_version() -> tuple[int, int, int]:
 
 
 __all__ = [
+    "AVG",
     "BACKEND_NAME",
+    "BFLOAT16",
+    "CHAR",
+    "CTAPolicy",
+    "CommResource",
+    "CommShrinkFlag",
+    "Communicator",
+    "CustomRedOp",
+    "DOUBLE",
+    "FLOAT",
+    "FLOAT16",
+    "FLOAT32",
+    "FLOAT64",
+    "FLOAT8E4M3",
+    "FLOAT8E5M2",
+    "HALF",
+    "INT",
+    "INT32",
+    "INT64",
+    "INT8",
+    "MAX",
+    "MIN",
+    "NCCL_SPLIT_NOCOLOR",
+    "NcclCommMemStat",
+    "NcclDataType",
     "NcclError",
+    "NcclGinConnectionType",
+    "NcclGinType",
     "NcclInvalid",
+    "NcclRedOp",
     "NcclUnsupported",
     "Options",
+    "PROD",
     "ProcessGroupNcclCore",
+    "RegisteredBufferHandle",
+    "RegisteredWindowHandle",
+    "Result",
+    "SUM",
+    "ScalarResidence",
+    "UINT32",
+    "UINT64",
+    "UINT8",
+    "WindowFlag",
+    "cupy",
+    "get_backend",
+    "get_communicator",
+    "get_error_string",
+    "group",
+    "group_end",
+    "group_start",
     "nccl_version",
     "register",
+    "torch",
 ]

@@ -14,7 +14,7 @@ export NCCL_CORE_GPU_LOG_DIR="$LOG_DIR"
 } 2>&1 | tee "$LOG_DIR/env.log"
 echo "== build"
 t0=$(date +%s)
-if ! MAX_JOBS=${MAX_JOBS:-16} python3 -m pip install --no-build-isolation --no-deps --no-index -e . >"$LOG_DIR/build.log" 2>&1; then
+if ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=${MAX_JOBS:-16} python3 -m pip install --no-build-isolation --no-deps --no-index -e . >"$LOG_DIR/build.log" 2>&1; then
   tail -50 "$LOG_DIR/build.log"; echo "BUILD FAILED"; exit 1
 fi
 echo "build ok in $(( $(date +%s) - t0 ))s"

@@ -25,7 +25,9 @@ echo "== installing torch and tools"
 "$PYTHON" -m pip install --progress-bar off torch pytest numpy ninja pybind11 setuptools wheel
 
 echo "== building nccl_core_backend (editable)"
-"$PYTHON" -m pip install --progress-bar off --no-build-isolation -e .
+# A stale install's torch.backends entry point must not break `import torch`
+# inside the build.
+TORCH_DEVICE_BACKEND_AUTOLOAD=0 "$PYTHON" -m pip install --progress-bar off --no-build-isolation -e .
 
 # From outside the checkout, so the installed package is what gets imported.
 (cd / && "$PYTHON" -c 'import torch, nccl_core_backend as n; print("nccl_core ready: torch", torch.__version__, "NCCL", ".".join(map(str, n.nccl_version())))')

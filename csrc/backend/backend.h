@@ -6,6 +6,7 @@
 #pragma once
 
 #include <ATen/cuda/CUDAEvent.h>
+#include <ATen/cuda/MemPool.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
@@ -111,6 +112,11 @@ class Backend : public c10d::Backend {
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
 
+  // --- memory.cpp: NCCL memory for torch.cuda.MemPool --------------------
+  std::shared_ptr<c10::Allocator> getMemAllocator() override;
+  at::Tensor allocateTensor(long size, at::TensorOptions options = {}) override;
+  bool supportsTensorAlloc(c10::DeviceIndex device) override;
+
   // --- beyond c10d -----------------------------------------------------
   // The communicator on `device`, created on first use.
   std::shared_ptr<Communicator> communicator(
@@ -175,6 +181,10 @@ class Backend : public c10d::Backend {
   bool coalescing_ = false;
   c10::intrusive_ptr<Work> coalesced_;
   std::vector<ncclRedOp_t> redops_;
+
+  // Caching pool behind allocateTensor (created on first use).
+  std::mutex pool_mutex_;
+  std::unique_ptr<at::cuda::MemPool> pool_;
 };
 
 } // namespace nccl_core

@@ -2,6 +2,7 @@
 
 #include <thread>
 
+#include "comm/resources.h"
 #include "nccl/api.h"
 
 namespace nccl_core {
@@ -212,7 +213,53 @@ std::string Communicator::last_error() const {
   return s == nullptr ? "" : s;
 }
 
+uint64_t Communicator::mem_stat(newer::MemStat stat) const {
+  auto fn = api::require<newer::CommMemStatsFn>("ncclCommMemStats", "get_mem_stat",
+                                                newer::kMemStatsVersion);
+  uint64_t value = 0;
+  ncclComm_t comm = get();
+  NCCL_CORE_CHECK(comm, fn(comm, static_cast<int>(stat), &value));
+  return value;
+}
+
+void Communicator::track(std::shared_ptr<Resource> resource) {
+  std::lock_guard<std::mutex> lock(resources_mutex_);
+  resources_.push_back(std::move(resource));
+}
+
+void Communicator::untrack(const Resource* resource) {
+  std::lock_guard<std::mutex> lock(resources_mutex_);
+  for (auto it = resources_.begin(); it != resources_.end(); ++it) {
+    if (it->get() == resource) {
+      resources_.erase(it);
+      return;
+    }
+  }
+}
+
+size_t Communicator::resource_count() const {
+  std::lock_guard<std::mutex> lock(resources_mutex_);
+  return resources_.size();
+}
+
+void Communicator::close_all_resources() noexcept {
+  std::vector<std::shared_ptr<Resource>> all;
+  {
+    std::lock_guard<std::mutex> lock(resources_mutex_);
+    all.swap(resources_);
+  }
+  // Newest first: a resource may depend on one registered before it.
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {
+    try {
+      (*it)->close();
+    } catch (...) {
+      (*it)->forget(); // best effort: still mark it closed
+    }
+  }
+}
+
 void Communicator::finalize() {
+  close_all_resources();
   std::lock_guard<std::mutex> lock(lifecycle_mutex_);
   if (state_.load() != State::Live) {
     return;
@@ -225,6 +272,7 @@ void Communicator::finalize() {
 }
 
 void Communicator::destroy() {
+  close_all_resources();
   std::lock_guard<std::mutex> lock(lifecycle_mutex_);
   if (state_.load() != State::Live) {
     return;
@@ -250,6 +298,15 @@ void Communicator::abort() noexcept {
   (void)ncclCommAbort(comm_);
   if (previous >= 0) {
     (void)cudaSetDevice(previous);
+  }
+  // Only now may the memory NCCL had registered be released.
+  std::vector<std::shared_ptr<Resource>> all;
+  {
+    std::lock_guard<std::mutex> lock(resources_mutex_);
+    all.swap(resources_);
+  }
+  for (auto& r : all) {
+    r->forget();
   }
 }
 

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include "nccl/newer.h"
+
 namespace nccl_core {
 
 // User-settable fields of ncclConfig_t; INT_MIN / empty = NCCL's default.
@@ -30,7 +32,9 @@ struct CommConfig {
   std::string comm_name;
 };
 
-class Communicator {
+class Resource;
+
+class Communicator : public std::enable_shared_from_this<Communicator> {
  public:
   enum class State { Live, Finalized, Destroyed, Aborted };
 
@@ -71,15 +75,27 @@ class Communicator {
 
   ncclResult_t async_error() const;
   std::string last_error() const;
+  // ncclCommMemStats (NCCL >= 2.29.7).
+  uint64_t mem_stat(newer::MemStat stat) const;
+
+  // Resources (resources.h).  The communicator owns every resource created
+  // on it until the resource is closed.
+  void track(std::shared_ptr<Resource> resource);
+  void untrack(const Resource* resource);
+  size_t resource_count() const;
+  // Closes every tracked resource, ignoring errors; idempotent.
+  void close_all_resources() noexcept;
 
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
   std::chrono::milliseconds timeout() const { return timeout_; }
 
+  // Each of these first releases every resource.
   // Flushes outstanding work, then destroys (ncclCommFinalize + Destroy).
   void finalize();
   // ncclCommDestroy without finalize: for communicators with no pending work.
   void destroy();
-  // ncclCommAbort: safe from any thread, unblocks calls in flight.
+  // ncclCommAbort: safe from any thread, unblocks calls in flight.  NCCL
+  // frees the resources itself; they are marked closed afterwards.
   void abort() noexcept;
 
  private:
@@ -96,6 +112,8 @@ class Communicator {
   std::atomic<std::chrono::milliseconds> timeout_;
   std::atomic<State> state_{State::Live};
   std::mutex lifecycle_mutex_;
+  mutable std::mutex resources_mutex_;
+  std::vector<std::shared_ptr<Resource>> resources_;
 };
 
 } // namespace nccl_core

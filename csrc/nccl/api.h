@@ -13,6 +13,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "util/concat.h"
+
 namespace nccl_core {
 
 // An NCCL call failed; `result()` is NCCL's result code.
@@ -78,5 +80,12 @@ Fn* require(const char* name, const char* feature, int needed_version) {
 
 // Checked NCCL call: NCCL_CORE_CHECK(comm, ncclAllReduce(...)).
 #define NCCL_CORE_CHECK(comm, expr) ::nccl_core::api::check((expr), #expr, (comm))
+// Argument check of the nccl.core-style API: throws NcclInvalid(concat(...)).
+#define NCCL_CORE_REQUIRE(cond, ...)                                  \
+  do {                                                                \
+    if (!(cond)) {                                                    \
+      throw ::nccl_core::NcclInvalid(::nccl_core::concat(__VA_ARGS__)); \
+    }                                                                 \
+  } while (0)
 // Checked CUDA runtime call.
 #define NCCL_CORE_CUDA_CHECK(expr) ::nccl_core::api::cuda_check((expr), #expr)

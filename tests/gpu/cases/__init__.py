@@ -7,4 +7,7 @@ from tests.gpu.cases import (  # noqa: F401
     groups,
     work,
     errors,
+    raw_ops,
+    resources,
+    memory,
 )

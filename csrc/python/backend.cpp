@@ -1,62 +1,27 @@
-// The pybind11 module nccl_core_backend._C: the only file that includes
-// pybind headers.
+// Bindings of the c10d backend and its Options.
 #include <pybind11/chrono.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include "backend/backend.h"
-#include "nccl/api.h"
+#include "comm/communicator.h"
+#include "python/bind.h"
 
 namespace py = pybind11;
 using nccl_core::Backend;
 using nccl_core::GroupOptions;
 
 namespace {
-
-void translate_errors(std::exception_ptr p) {
-  try {
-    if (p) {
-      std::rethrow_exception(p);
-    }
-  } catch (const nccl_core::NcclInvalid& e) {
-    auto errors = py::module_::import("nccl_core_backend.errors");
-    py::object exc = errors.attr("NcclInvalid")(e.what(),
-                                                static_cast<int>(ncclInvalidArgument));
-    PyErr_SetObject(errors.attr("NcclInvalid").ptr(), exc.ptr());
-  } catch (const nccl_core::NcclUnsupported& e) {
-    auto errors = py::module_::import("nccl_core_backend.errors");
-    py::object exc = errors.attr("NcclUnsupported")(e.what(),
-                                                    static_cast<int>(e.result()));
-    PyErr_SetObject(errors.attr("NcclUnsupported").ptr(), exc.ptr());
-  } catch (const nccl_core::NcclError& e) {
-    auto errors = py::module_::import("nccl_core_backend.errors");
-    py::object exc = errors.attr("NcclError")(e.what(), static_cast<int>(e.result()));
-    PyErr_SetObject(errors.attr("NcclError").ptr(), exc.ptr());
-  }
-}
-
 template <class T>
 c10::intrusive_ptr<T> copy_of(const T& o) {
   return c10::make_intrusive<T>(o);
 }
-
 } // namespace
 
-PYBIND11_MODULE(_C, m) {
-  m.doc() = "nccl_core C++ extension";
-  // The c10d base classes must be registered before we derive from them.
-  py::module_::import("torch.distributed");
-  py::register_exception_translator(&translate_errors);
+namespace nccl_core::python {
 
-  m.def("nccl_version", [] { return nccl_core::api::loaded_version(); },
-        "Version code of the NCCL library loaded in this process.");
-  m.def("build_nccl_version", [] { return NCCL_VERSION_CODE; },
-        "Version code of the NCCL headers the extension was built with.");
-  m.def("has_symbol", [](const std::string& name) {
-    return nccl_core::api::find_symbol(name.c_str()) != nullptr;
-  }, "Whether the loaded NCCL exports `name`.");
-
+void bind_backend(py::module_& m) {
   py::class_<GroupOptions, c10d::Backend::Options, c10::intrusive_ptr<GroupOptions>>(
       m, "Options", "Options of a nccl_core process group (pg_options=).")
       .def(py::init<std::chrono::milliseconds>(),
@@ -101,6 +66,16 @@ PYBIND11_MODULE(_C, m) {
            py::arg("device"), py::call_guard<py::gil_scoped_release>())
       .def("_set_split_source", &Backend::set_split_source, py::arg("parent"),
            py::arg("color"))
+      .def("communicator",
+           [](Backend& b, std::optional<int> device) {
+             std::optional<at::Device> d;
+             if (device) {
+               d = at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(*device));
+             }
+             return b.communicator(d);
+           },
+           py::arg("device") = py::none(), py::call_guard<py::gil_scoped_release>(),
+           "The group's Communicator, created on first use (collective then).")
       .def("_has_communicator", &Backend::has_communicator)
       .def("_pending_works", &Backend::pending_works)
       .def_property_readonly("nccl_core_options", &Backend::options)
@@ -112,3 +87,5 @@ PYBIND11_MODULE(_C, m) {
                               static_cast<int>(s.device_type()));
       }, "(stream_id, device_index, device_type) of the backend's stream.");
 }
+
+} // namespace nccl_core::python

@@ -1,0 +1,235 @@
+#include "comm/operations.h"
+
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "nccl/api.h"
+#include "nccl/types.h"
+
+namespace nccl_core::ops {
+
+namespace {
+
+// Communicators used inside this thread's open group.
+thread_local int t_depth = 0;
+thread_local std::vector<std::shared_ptr<Communicator>> t_members;
+
+// Checks an enqueue: inside a group NCCL only queues (and may answer
+// ncclInProgress), so waiting happens at group_end.
+void submit(Communicator& c, ncclResult_t r, const char* what) {
+  if (t_depth == 0) {
+    c.call(r, what);
+    return;
+  }
+  api::check(r, what, c.get());
+  auto self = c.shared_from_this();
+  for (const auto& m : t_members) {
+    if (m == self) {
+      return;
+    }
+  }
+  t_members.push_back(std::move(self));
+}
+
+void check_device(const Communicator& c, const Buffer& b, const char* name) {
+  NCCL_CORE_REQUIRE(b.device == c.device(), name, " is on device ", b.device,
+                    ", but communicator is on device ", c.device(),
+                    ". Buffers must be on the same device as the communicator.");
+}
+
+void check_types(const Buffer& s, const Buffer& r) {
+  NCCL_CORE_REQUIRE(s.type == r.type, "Dtype mismatch: sendbuf has dtype ", types::name(s.type),
+                    ", recvbuf has dtype ", types::name(r.type));
+}
+
+void check_root(const Communicator& c, int root) {
+  NCCL_CORE_REQUIRE(root >= 0 && root < c.nranks(), "root ", root,
+                    " is outside the communicator of ", c.nranks(), " ranks");
+}
+
+void check_peer(const Communicator& c, int peer) {
+  NCCL_CORE_REQUIRE(peer >= 0 && peer < c.nranks(), "peer ", peer,
+                    " is outside the communicator of ", c.nranks(), " ranks");
+}
+
+void check_at_least(size_t have, size_t need, const char* name) {
+  NCCL_CORE_REQUIRE(have >= need, "Buffer count mismatch: ", name, " has ", have,
+                    " elements, needs at least ", need);
+}
+
+// A per-rank block of `s`: its count divided by nranks, at least one.
+size_t block_of(const Communicator& c, const Buffer& s) {
+  size_t n = static_cast<size_t>(c.nranks());
+  NCCL_CORE_REQUIRE(s.count >= n && s.count % n == 0, "sendbuf has ", s.count,
+                    " elements; it must hold a whole, non-empty block for each of the ", n,
+                    " ranks");
+  return s.count / n;
+}
+
+} // namespace
+
+Buffer resolve_tensor(const at::Tensor& t, const char* name) {
+  NCCL_CORE_REQUIRE(t.defined(), name, " is an undefined tensor");
+  NCCL_CORE_REQUIRE(t.is_cuda(), name, " must be a CUDA tensor, got a ", t.device(), " tensor");
+  NCCL_CORE_REQUIRE(t.layout() == at::kStrided, name, " must be a dense (strided) tensor");
+  NCCL_CORE_REQUIRE(t.is_contiguous(), name,
+                    " must be contiguous (NCCL reads count elements from its data "
+                    "pointer); call .contiguous()");
+  auto type = types::to_nccl(t.scalar_type());
+  NCCL_CORE_REQUIRE(type.has_value(), "Unsupported torch dtype ", t.scalar_type(), " of ", name,
+                    " has no NCCL equivalent");
+  return Buffer{t.data_ptr(), static_cast<size_t>(t.numel()), *type,
+                static_cast<int>(t.device().index())};
+}
+
+void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
+            ncclRedOp_t op, int root, cudaStream_t stream) {
+  check_device(c, send, "sendbuf");
+  bool all = root < 0;
+  if (!all) {
+    check_root(c, root);
+  }
+  bool need_recv = all || root == c.rank();
+  NCCL_CORE_REQUIRE(!need_recv || recv.has_value(), "recvbuf is required ",
+                    all ? "for allreduce" : "on the root rank");
+  void* out = nullptr;
+  if (need_recv) {
+    check_device(c, *recv, "recvbuf");
+    check_types(send, *recv);
+    check_at_least(recv->count, send.count, "recvbuf");
+    out = recv->ptr;
+  }
+  ncclComm_t comm = c.get();
+  if (all) {
+    submit(c, ncclAllReduce(send.ptr, out, send.count, send.type, op, comm, stream),
+           "ncclAllReduce");
+  } else {
+    submit(c, ncclReduce(send.ptr, out, send.count, send.type, op, root, comm, stream),
+           "ncclReduce");
+  }
+}
+
+void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,
+               cudaStream_t stream) {
+  check_root(c, root);
+  check_device(c, recv, "recvbuf");
+  const void* in = nullptr;
+  if (root == c.rank()) {
+    NCCL_CORE_REQUIRE(send.has_value(), "sendbuf is required on the root rank");
+    check_device(c, *send, "sendbuf");
+    check_types(*send, recv);
+    NCCL_CORE_REQUIRE(send->count == recv.count, "Buffer count mismatch: sendbuf has ",
+                      send->count, " elements, recvbuf has ", recv.count);
+    in = send->ptr;
+  }
+  submit(c, ncclBroadcast(in, recv.ptr, recv.count, recv.type, root, c.get(), stream),
+         "ncclBroadcast");
+}
+
+void gather(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv, int root,
+            cudaStream_t stream) {
+  check_device(c, send, "sendbuf");
+  bool all = root < 0;
+  if (!all) {
+    check_root(c, root);
+  }
+  bool need_recv = all || root == c.rank();
+  NCCL_CORE_REQUIRE(!need_recv || recv.has_value(), "recvbuf is required ",
+                    all ? "for allgather" : "on the root rank");
+  void* out = nullptr;
+  if (need_recv) {
+    check_device(c, *recv, "recvbuf");
+    check_types(send, *recv);
+    check_at_least(recv->count, send.count * c.nranks(), "recvbuf");
+    out = recv->ptr;
+  }
+  ncclComm_t comm = c.get();
+  if (all) {
+    submit(c, ncclAllGather(send.ptr, out, send.count, send.type, comm, stream),
+           "ncclAllGather");
+  } else {
+    submit(c, ncclGather(send.ptr, out, send.count, send.type, root, comm, stream),
+           "ncclGather");
+  }
+}
+
+void reduce_scatter(Communicator& c, const Buffer& send, const Buffer& recv, ncclRedOp_t op,
+                    cudaStream_t stream) {
+  check_device(c, send, "sendbuf");
+  check_device(c, recv, "recvbuf");
+  check_types(send, recv);
+  size_t count = block_of(c, send);
+  check_at_least(recv.count, count, "recvbuf");
+  submit(c, ncclReduceScatter(send.ptr, recv.ptr, count, send.type, op, c.get(), stream),
+         "ncclReduceScatter");
+}
+
+void alltoall(Communicator& c, const Buffer& send, const Buffer& recv, cudaStream_t stream) {
+  check_device(c, send, "sendbuf");
+  check_device(c, recv, "recvbuf");
+  check_types(send, recv);
+  size_t count = block_of(c, send);
+  check_at_least(recv.count, send.count, "recvbuf");
+  submit(c, ncclAlltoAll(send.ptr, recv.ptr, count, send.type, c.get(), stream),
+         "ncclAlltoAll");
+}
+
+void scatter(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,
+             cudaStream_t stream) {
+  check_root(c, root);
+  check_device(c, recv, "recvbuf");
+  const void* in = nullptr;
+  if (root == c.rank()) {
+    NCCL_CORE_REQUIRE(send.has_value(), "sendbuf is required on the root rank");
+    check_device(c, *send, "sendbuf");
+    check_types(*send, recv);
+    size_t count = block_of(c, *send);
+    NCCL_CORE_REQUIRE(recv.count == count, "Buffer count mismatch: recvbuf must have exactly ",
+                      count, " elements (sendbuf / nranks), got ", recv.count);
+    in = send->ptr;
+  }
+  submit(c, ncclScatter(in, recv.ptr, recv.count, recv.type, root, c.get(), stream),
+         "ncclScatter");
+}
+
+void send(Communicator& c, const Buffer& buf, int peer, cudaStream_t stream) {
+  check_device(c, buf, "sendbuf");
+  check_peer(c, peer);
+  submit(c, ncclSend(buf.ptr, buf.count, buf.type, peer, c.get(), stream), "ncclSend");
+}
+
+void recv(Communicator& c, const Buffer& buf, int peer, cudaStream_t stream) {
+  check_device(c, buf, "recvbuf");
+  check_peer(c, peer);
+  submit(c, ncclRecv(buf.ptr, buf.count, buf.type, peer, c.get(), stream), "ncclRecv");
+}
+
+void group_start() {
+  NCCL_CORE_CHECK(nullptr, ncclGroupStart());
+  ++t_depth;
+}
+
+void group_end() {
+  NCCL_CORE_REQUIRE(t_depth > 0, "group_end() without a matching group_start()");
+  --t_depth;
+  ncclResult_t r = ncclGroupEnd();
+  if (t_depth > 0) {
+    api::check(r, "ncclGroupEnd", nullptr);
+    return;
+  }
+  std::vector<std::shared_ptr<Communicator>> members;
+  members.swap(t_members);
+  bool pending = api::check(r, "ncclGroupEnd", members.empty() ? nullptr : members[0]->get());
+  if (pending) {
+    for (auto& m : members) {
+      m->wait_ready("ncclGroupEnd");
+    }
+  }
+}
+
+int group_depth() {
+  return t_depth;
+}
+
+} // namespace nccl_core::ops

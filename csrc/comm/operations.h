@@ -1,0 +1,58 @@
+// The raw NCCL operations of the nccl.core-style Communicator.
+//
+// Each checks its arguments first (NcclInvalid, nothing enqueued), then
+// enqueues one NCCL call on `stream`.  Counts follow nccl.core: reductions
+// and gathers take the send buffer's count, broadcast and scatter the
+// receive buffer's; receive buffers may be larger than needed.  Between
+// group_start() and group_end() calls only queue; group_end() waits for
+// every communicator the group used.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstddef>
+#include <optional>
+
+namespace nccl_core {
+
+class Communicator;
+
+namespace ops {
+
+// A device buffer as NCCL sees it (what resolve_tensor returns).
+struct Buffer {
+  void* ptr;
+  size_t count;
+  ncclDataType_t type;
+  int device;
+};
+
+// The resolve_tensor rule: a contiguous CUDA tensor of a dtype NCCL has
+// (bool as uint8).  Throws NcclInvalid naming `name` otherwise.
+Buffer resolve_tensor(const at::Tensor& t, const char* name);
+
+// root < 0: all-reduce (ncclAllReduce); else ncclReduce, `recv` needed on root only.
+void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
+            ncclRedOp_t op, int root, cudaStream_t stream);
+void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,
+               cudaStream_t stream);
+// root < 0: all-gather; else ncclGather, `recv` needed on root only.
+void gather(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv, int root,
+            cudaStream_t stream);
+void reduce_scatter(Communicator& c, const Buffer& send, const Buffer& recv, ncclRedOp_t op,
+                    cudaStream_t stream);
+void alltoall(Communicator& c, const Buffer& send, const Buffer& recv, cudaStream_t stream);
+void scatter(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,
+             cudaStream_t stream);
+void send(Communicator& c, const Buffer& buf, int peer, cudaStream_t stream);
+void recv(Communicator& c, const Buffer& buf, int peer, cudaStream_t stream);
+
+// ncclGroupStart / ncclGroupEnd for this thread.
+void group_start();
+void group_end();
+int group_depth();
+
+} // namespace ops
+} // namespace nccl_core

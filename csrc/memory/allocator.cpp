@@ -1,0 +1,95 @@
+#include "memory/allocator.h"
+
+#include <c10/cuda/CUDAGuard.h>
+#include <nccl.h>
+#include <torch/csrc/cuda/CUDAPluggableAllocator.h>
+
+#include <mutex>
+#include <unordered_map>
+
+#include "nccl/api.h"
+
+namespace nccl_core::memory {
+
+namespace {
+
+std::atomic<size_t> g_live{0};
+// Sizes by pointer, so frees can be accounted for.
+std::mutex g_mutex;
+std::unordered_map<void*, size_t>& sizes() {
+  static auto* m = new std::unordered_map<void*, size_t>(); // outlives static dtors
+  return *m;
+}
+
+} // namespace
+
+void* allocate(size_t bytes, int device) {
+  size_t n = bytes == 0 ? 1 : bytes;
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
+  void* ptr = nullptr;
+  NCCL_CORE_CHECK(nullptr, ncclMemAlloc(&ptr, n));
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    sizes()[ptr] = n;
+  }
+  g_live += n;
+  return ptr;
+}
+
+void release(void* ptr, int device) noexcept {
+  if (ptr == nullptr) {
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(g_mutex);
+    auto it = sizes().find(ptr);
+    if (it != sizes().end()) {
+      g_live -= it->second;
+      sizes().erase(it);
+    }
+  }
+  int previous = -1;
+  (void)cudaGetDevice(&previous);
+  if (previous != device) {
+    (void)cudaSetDevice(device);
+  }
+  (void)ncclMemFree(ptr);
+  if (previous >= 0 && previous != device) {
+    (void)cudaSetDevice(previous);
+  }
+}
+
+size_t live_bytes() {
+  return g_live.load();
+}
+
+at::Tensor empty(at::IntArrayRef sizes, at::ScalarType dtype, int device, bool fortran) {
+  std::vector<int64_t> strides(sizes.size());
+  int64_t numel = 1;
+  for (int64_t s : sizes) {
+    NCCL_CORE_REQUIRE(s >= 0, "empty: negative dimension ", s);
+    numel *= s;
+  }
+  int64_t step = 1;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    size_t i = fortran ? k : sizes.size() - 1 - k; // innermost first
+    strides[i] = step;
+    step *= std::max<int64_t>(sizes[i], 1);
+  }
+  size_t bytes = static_cast<size_t>(numel) * c10::elementSize(dtype);
+  void* ptr = allocate(bytes, device);
+  auto options = at::TensorOptions()
+                     .dtype(dtype)
+                     .device(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device)));
+  return at::from_blob(
+      ptr, sizes, strides, [device](void* p) { release(p, device); }, options);
+}
+
+std::shared_ptr<c10::cuda::CUDACachingAllocator::CUDAAllocator> caching_allocator() {
+  static auto alloc = torch::cuda::CUDAPluggableAllocator::createCustomAllocator(
+      [](size_t bytes, int device, cudaStream_t) { return allocate(bytes, device); },
+      [](void* ptr, size_t, int device, cudaStream_t) { release(ptr, device); });
+  return alloc;
+}
+
+} // namespace nccl_core::memory

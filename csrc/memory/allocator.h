@@ -1,0 +1,33 @@
+// NCCL-allocated device memory (ncclMemAlloc / ncclMemFree).
+//
+// ncclMemAlloc maps memory through the CUDA VMM API with the properties NCCL
+// needs for zero-copy registration, windows and symmetric kernels.  Tensors
+// from `empty` free their memory when their storage dies; `caching_allocator`
+// is the same memory behind torch's CUDAAllocator interface, for
+// torch.cuda.MemPool and Backend::allocateTensor.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+
+namespace nccl_core::memory {
+
+// ncclMemAlloc on `device` (at least one byte).
+void* allocate(size_t bytes, int device);
+// ncclMemFree on `device`; errors are ignored (called from deleters).
+void release(void* ptr, int device) noexcept;
+
+// Uninitialised tensor in NCCL memory; `fortran` gives column-major strides.
+at::Tensor empty(at::IntArrayRef sizes, at::ScalarType dtype, int device, bool fortran);
+
+// Bytes currently allocated through this module (live tensors and pools).
+size_t live_bytes();
+
+// ncclMemAlloc/ncclMemFree as a torch CUDAAllocator (one per process).
+std::shared_ptr<c10::cuda::CUDACachingAllocator::CUDAAllocator> caching_allocator();
+
+} // namespace nccl_core::memory

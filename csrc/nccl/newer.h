@@ -1,0 +1,58 @@
+// NCCL APIs newer than 2.28, resolved at run time.
+//
+// The extension is built against whichever NCCL headers are at hand (2.28 on
+// the GPU hosts, newer elsewhere) and must load against any NCCL >= 2.28, so
+// nothing here is linked directly: each entry is a function-pointer type with
+// the C signature from NCCL's headers, the symbol name, and the release that
+// brought it.  `api::require<Fn>` resolves one or throws NcclUnsupported.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstdint>
+
+#include "nccl/api.h"
+
+namespace nccl_core::newer {
+
+// ncclCommMemStat_t (2.29.7): same values as NCCL's enum.
+enum class MemStat : int { GpuMemSuspend = 0, GpuMemSuspended = 1, GpuMemPersist = 2, GpuMemTotal = 3 };
+
+// ncclWaitSignalDesc_t (2.29.2), C field order.
+struct WaitSignalDesc {
+  int op_count;
+  int peer;
+  int signal_index;
+  int context;
+};
+
+// struct ncclTeam (2.28.3, host query ncclTeamLsa(ncclComm_t)).
+struct Team {
+  int nranks, rank, stride;
+};
+
+using CommMemStatsFn = ncclResult_t(ncclComm_t, int, uint64_t*);
+using GetLsaDevicePointerFn = ncclResult_t(ncclWindow_t, size_t, int, void**);
+using GetPeerDevicePointerFn = ncclResult_t(ncclWindow_t, size_t, int, void**);
+using GetLsaMultimemDevicePointerFn = ncclResult_t(ncclWindow_t, size_t, void**);
+using WinGetUserPtrFn = ncclResult_t(ncclComm_t, ncclWindow_t, void**);
+using TeamLsaFn = Team(ncclComm_t);
+using PutSignalFn = ncclResult_t(const void*, size_t, ncclDataType_t, int, ncclWindow_t,
+                                 size_t, int, int, unsigned int, ncclComm_t, cudaStream_t);
+using SignalFn = ncclResult_t(int, int, int, unsigned int, ncclComm_t, cudaStream_t);
+using WaitSignalFn = ncclResult_t(int, WaitSignalDesc*, ncclComm_t, cudaStream_t);
+using CommSuspendFn = ncclResult_t(ncclComm_t, int);
+using CommResumeFn = ncclResult_t(ncclComm_t);
+
+constexpr int kMemStatsVersion = api::version_code(2, 29, 7);
+constexpr int kHostPointersVersion = api::version_code(2, 29, 2);
+constexpr int kSignalsVersion = api::version_code(2, 29, 2);
+constexpr int kDeviceApiVersion = api::version_code(2, 28, 3);
+
+// True when the loaded NCCL has the 2.29 host-side window pointer queries.
+inline bool has_host_pointer_queries() {
+  return api::find_symbol("ncclGetLsaDevicePointer") != nullptr;
+}
+
+} // namespace nccl_core::newer

@@ -1,0 +1,15 @@
+// The pieces of the pybind11 module nccl_core_backend._C, one per file.
+#pragma once
+
+#include <pybind11/pybind11.h>
+
+namespace nccl_core::python {
+
+namespace pybind11_ns = pybind11;
+
+void bind_backend(pybind11_ns::module_& m);       // backend.cpp
+void bind_communicator(pybind11_ns::module_& m);  // communicator.cpp
+void bind_resources(pybind11_ns::module_& m);     // resources.cpp
+void bind_memory(pybind11_ns::module_& m);        // memory.cpp
+
+} // namespace nccl_core::python

@@ -1,0 +1,271 @@
+// Bindings of Communicator: the nccl.core-style API on a group's communicator.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "comm/communicator.h"
+#include "comm/operations.h"
+#include "comm/resources.h"
+#include "memory/vmm.h"
+#include "nccl/api.h"
+#include "nccl/types.h"
+#include "python/bind.h"
+#include "python/convert.h"
+
+namespace py = pybind11;
+
+namespace nccl_core::python {
+
+namespace {
+
+using CommPtr = std::shared_ptr<Communicator>;
+using py::arg;
+using py::kw_only;
+
+py::object constants() {
+  return py::module_::import("nccl_core_backend.constants");
+}
+
+// Runs an enqueue with the GIL released (non-blocking comms may poll).
+template <class Fn>
+void without_gil(Fn&& fn) {
+  py::gil_scoped_release release;
+  fn();
+}
+
+// The storage that keeps a registered buffer's memory alive.
+c10::Storage storage_of(const at::Tensor& t) {
+  return t.storage();
+}
+
+py::object window_or_none(const std::shared_ptr<Window>& w) {
+  return w ? py::cast(w) : py::none();
+}
+
+} // namespace
+
+void bind_communicator(py::module_& m) {
+  py::class_<Communicator, CommPtr>(
+      m, "Communicator",
+      "The NCCL communicator of a process group (see get_communicator).")
+      .def_property_readonly("rank", &Communicator::rank, "This rank within the communicator.")
+      .def_property_readonly("nranks", &Communicator::nranks, "Number of ranks.")
+      .def_property_readonly(
+          "device",
+          [](const Communicator& c) {
+            return py::module_::import("torch").attr("device")("cuda", c.device());
+          },
+          "The CUDA device (torch.device) the communicator runs on.")
+      .def_property_readonly(
+          "ptr",
+          [](const Communicator& c) {
+            return c.is_live() ? reinterpret_cast<uintptr_t>(c.get()) : uintptr_t{0};
+          },
+          "Raw ncclComm_t as an int (0 once destroyed or aborted).")
+      .def_property_readonly("is_valid", &Communicator::is_live,
+                             "Whether the communicator is live (not destroyed/aborted).")
+      .def("get_last_error", &Communicator::last_error,
+           "Last error string NCCL recorded for this communicator.")
+      .def(
+          "get_async_error",
+          [](const Communicator& c) {
+            auto r = c.async_error();
+            return constants().attr("Result")(static_cast<int>(r));
+          },
+          "State of asynchronous operations: Result.Success, InProgress or an error.")
+      .def(
+          "get_mem_stat",
+          [](const Communicator& c, py::handle stat) {
+            long long s = as_int(stat, "stat");
+            NCCL_CORE_REQUIRE(s >= 0 && s <= 3, "Invalid NcclCommMemStat: ", s);
+            return c.mem_stat(static_cast<newer::MemStat>(s));
+          },
+          arg("stat"), "Memory statistic (NCCL >= 2.29.7).")
+      .def("close_all_resources", &Communicator::close_all_resources,
+           py::call_guard<py::gil_scoped_release>(),
+           "Closes every resource of this communicator (best effort, idempotent).")
+      .def("finalize", &Communicator::finalize, py::call_guard<py::gil_scoped_release>(),
+           "Releases resources, flushes pending work, then destroys the communicator.")
+      .def("destroy", &Communicator::destroy, py::call_guard<py::gil_scoped_release>(),
+           "Releases resources, then ncclCommDestroy.")
+      .def("abort", &Communicator::abort, py::call_guard<py::gil_scoped_release>(),
+           "ncclCommAbort; resources are released with it.")
+      .def("_resource_count", &Communicator::resource_count)
+
+      // --- raw operations --------------------------------------------------
+      .def(
+          "allreduce",
+          [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle op,
+             py::handle stream) {
+            auto s = as_buffer(sendbuf, "sendbuf");
+            auto r = as_buffer(recvbuf, "recvbuf");
+            auto o = as_red_op(op, c, s.type);
+            auto st = as_stream(stream, c.device());
+            without_gil([&] { ops::reduce(c, s, r, o, -1, st); });
+          },
+          arg("sendbuf"), arg("recvbuf"), arg("op"), kw_only(), arg("stream") = py::none(),
+          "ncclAllReduce of sendbuf into recvbuf.")
+      .def(
+          "reduce",
+          [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle op,
+             py::handle root, py::handle stream) {
+            int rt = as_root(root);
+            auto s = as_buffer(sendbuf, "sendbuf");
+            auto r = (rt < 0 || rt == c.rank()) ? as_optional_buffer(recvbuf, "recvbuf")
+                                                : std::nullopt;
+            auto o = as_red_op(op, c, s.type);
+            auto st = as_stream(stream, c.device());
+            without_gil([&] { ops::reduce(c, s, r, o, rt, st); });
+          },
+          arg("sendbuf"), arg("recvbuf"), arg("op"), arg("root") = py::none(), kw_only(),
+          arg("stream") = py::none(), "ncclReduce to `root` (None: all-reduce).")
+      .def(
+          "broadcast",
+          [](Communicator& c, py::handle sendbuf, py::handle recvbuf, int root,
+             py::handle stream) {
+            auto s = root == c.rank() ? as_optional_buffer(sendbuf, "sendbuf") : std::nullopt;
+            auto r = as_buffer(recvbuf, "recvbuf");
+            auto st = as_stream(stream, c.device());
+            without_gil([&] { ops::broadcast(c, s, r, root, st); });
+          },
+          arg("sendbuf"), arg("recvbuf"), arg("root"), kw_only(), arg("stream") = py::none(),
+          "ncclBroadcast from `root` (sendbuf is only read there).")
+      .def(
+          "allgather",
+          [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle stream) {
+            auto s = as_buffer(sendbuf, "sendbuf");
+            auto r = as_buffer(recvbuf, "recvbuf");
+            auto st = as_stream(stream, c.device());
+            without_gil([&] { ops::gather(c, s, r, -1, st); });
+          },
+          arg("sendbuf"), arg("recvbuf"), kw_only(), arg("stream") = py::none(),
+          "ncclAllGather: recvbuf holds nranks blocks of sendbuf's size.")
+      .def(
+          "gather",
+          [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle root,
+             py::handle stream) {
+            int rt = as_root(root);
+            auto s = as_buffer(sendbuf, "sendbuf");
+            auto r = (rt < 0 || rt == c.rank()) ? as_optional_buffer(recvbuf, "recvbuf")
+                                                : std::nullopt;
+            auto st = as_stream(stream, c.device());
+            without_gil([&] { ops::gather(c, s, r, rt, st); });
+          },
+          arg("sendbuf"), arg("recvbuf"), arg("root") = py::none(), kw_only(),
+          arg("stream") = py::none(), "ncclGather to `root` (None: all-gather).")
+      .def(
+          "reduce_scatter",
+          [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle op,
+             py::handle stream) {
+            auto s = as_buffer(sendbuf, "sendbuf");
+            auto r = as_buffer(recvbuf, "recvbuf");
+            auto o = as_red_op(op, c, s.type);
+            auto st = as_stream(stream, c.device());
+            without_gil([&] { ops::reduce_scatter(c, s, r, o, st); });
+          },
+          arg("sendbuf"), arg("recvbuf"), arg("op"), kw_only(), arg("stream") = py::none(),
+          "ncclReduceScatter: sendbuf holds nranks blocks, recvbuf gets this rank's.")
+      .def(
+          "alltoall",
+          [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle stream) {
+            auto s = as_buffer(sendbuf, "sendbuf");
+            auto r = as_buffer(recvbuf, "recvbuf");
+            auto st = as_stream(stream, c.device());
+            without_gil([&] { ops::alltoall(c, s, r, st); });
+          },
+          arg("sendbuf"), arg("recvbuf"), kw_only(), arg("stream") = py::none(),
+          "ncclAlltoAll: block i of sendbuf goes to rank i.")
+      .def(
+          "scatter",
+          [](Communicator& c, py::handle sendbuf, py::handle recvbuf, int root,
+             py::handle stream) {
+            auto s = root == c.rank() ? as_optional_buffer(sendbuf, "sendbuf") : std::nullopt;
+            auto r = as_buffer(recvbuf, "recvbuf");
+            auto st = as_stream(stream, c.device());
+            without_gil([&] { ops::scatter(c, s, r, root, st); });
+          },
+          arg("sendbuf"), arg("recvbuf"), arg("root"), kw_only(), arg("stream") = py::none(),
+          "ncclScatter from `root`: rank i receives block i of sendbuf.")
+      .def(
+          "send",
+          [](Communicator& c, py::handle sendbuf, int peer, py::handle stream) {
+            auto s = as_buffer(sendbuf, "sendbuf");
+            auto st = as_stream(stream, c.device());
+            without_gil([&] { ops::send(c, s, peer, st); });
+          },
+          arg("sendbuf"), arg("peer"), kw_only(), arg("stream") = py::none(),
+          "ncclSend to `peer`.")
+      .def(
+          "recv",
+          [](Communicator& c, py::handle recvbuf, int peer, py::handle stream) {
+            auto r = as_buffer(recvbuf, "recvbuf");
+            auto st = as_stream(stream, c.device());
+            without_gil([&] { ops::recv(c, r, peer, st); });
+          },
+          arg("recvbuf"), arg("peer"), kw_only(), arg("stream") = py::none(),
+          "ncclRecv from `peer`.")
+
+      // --- resources -------------------------------------------------------
+      .def(
+          "register_buffer",
+          [](const CommPtr& c, py::handle buffer) {
+            at::Tensor t = as_tensor(buffer, "buffer");
+            auto b = ops::resolve_tensor(t, "buffer");
+            NCCL_CORE_REQUIRE(b.device == c->device(), "buffer is on device ", b.device,
+                              ", but communicator is on device ", c->device());
+            size_t bytes = b.count * types::element_size(b.type);
+            py::gil_scoped_release release;
+            return RegisteredBuffer::create(c, b.ptr, bytes, storage_of(t));
+          },
+          arg("buffer"), "ncclCommRegister: zero-copy registration of a buffer.")
+      .def(
+          "register_window",
+          [](const CommPtr& c, py::handle buffer, py::handle flags) {
+            at::Tensor t = as_tensor(buffer, "buffer");
+            auto b = ops::resolve_tensor(t, "buffer");
+            NCCL_CORE_REQUIRE(b.device == c->device(), "buffer is on device ", b.device,
+                              ", but communicator is on device ", c->device());
+            long long f = flags.is_none() ? 0 : as_int(flags, "flags");
+            NCCL_CORE_REQUIRE(f >= 0 && f <= 3, "Invalid WindowFlag: ", f);
+            NCCL_CORE_REQUIRE(vmm::is_vmm(b.ptr),
+                              "register_window needs NCCL (VMM) memory; this buffer was not "
+                              "allocated through ncclMemAlloc or cuMem. Allocate it with "
+                              "nccl_core_backend.torch.empty or a MemPool on the group's "
+                              "mem_allocator");
+            size_t bytes = b.count * types::element_size(b.type);
+            std::shared_ptr<Window> w;
+            {
+              py::gil_scoped_release release;
+              w = Window::create(c, b.ptr, bytes, static_cast<int>(f), storage_of(t));
+            }
+            return window_or_none(w);
+          },
+          arg("buffer"), arg("flags") = py::none(),
+          "ncclCommWindowRegister (collective); None where windows are unsupported.")
+      .def(
+          "create_pre_mul_sum",
+          [](const CommPtr& c, py::handle scalar, py::handle datatype, py::handle residence) {
+            auto make = py::module_::import("nccl_core_backend._scalars").attr("premul_scalar");
+            py::object t = make(scalar, datatype, residence, c->device());
+            at::Tensor s = THPVariable_Unpack(t.ptr());
+            auto type = types::to_nccl_or_throw(s.scalar_type());
+            return CustomRedOp::create(c, s, type);
+          },
+          arg("scalar"), arg("datatype") = py::none(), arg("residence") = py::none(),
+          "ncclRedOpCreatePreMulSum: output = scalar * sum(inputs).");
+
+  m.def("group_start", &ops::group_start, "ncclGroupStart for this thread.");
+  m.def("group_end", &ops::group_end, py::call_guard<py::gil_scoped_release>(),
+        "ncclGroupEnd; waits for the communicators the group used.");
+  m.def("_group_depth", &ops::group_depth);
+  m.def(
+      "get_error_string",
+      [](py::handle result) {
+        long long r = as_int(result, "nccl_result");
+        return std::string(ncclGetErrorString(static_cast<ncclResult_t>(r)));
+      },
+      arg("nccl_result"), "Human-readable string of an NCCL result code.");
+}
+
+} // namespace nccl_core::python

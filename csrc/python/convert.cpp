@@ -1,0 +1,123 @@
+#include "python/convert.h"
+
+#include <ATen/cuda/CUDAContext.h>
+#include <torch/csrc/autograd/python_variable.h>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+
+#include "comm/communicator.h"
+#include "comm/resources.h"
+#include "nccl/api.h"
+#include "nccl/types.h"
+
+namespace nccl_core::python {
+
+at::Tensor as_tensor(py::handle obj, const char* name) {
+  if (THPVariable_Check(obj.ptr())) {
+    return THPVariable_Unpack(obj.ptr());
+  }
+  NCCL_CORE_REQUIRE(!obj.is_none(), name, " is None");
+  bool dlpack = py::hasattr(obj, "__dlpack__");
+  bool cai = py::hasattr(obj, "__cuda_array_interface__");
+  if (!dlpack && !cai) {
+    throw NcclInvalid(std::string(name) + " must be a torch.Tensor or support DLPack / the CUDA "
+                      "Array Interface, got " + std::string(py::str(py::type::of(obj).attr("__name__"))));
+  }
+  auto torch = py::module_::import("torch");
+  py::object t = dlpack ? torch.attr("from_dlpack")(obj)
+                        : torch.attr("as_tensor")(obj, py::arg("device") = "cuda");
+  return THPVariable_Unpack(t.ptr());
+}
+
+ops::Buffer as_buffer(py::handle obj, const char* name) {
+  return ops::resolve_tensor(as_tensor(obj, name), name);
+}
+
+std::optional<ops::Buffer> as_optional_buffer(py::handle obj, const char* name) {
+  if (obj.is_none()) {
+    return std::nullopt;
+  }
+  return as_buffer(obj, name);
+}
+
+cudaStream_t as_stream(py::handle obj, int device) {
+  if (obj.is_none()) {
+    return at::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
+  }
+  if (PyBool_Check(obj.ptr())) {
+    throw py::type_error("stream must not be a bool");
+  }
+  if (PyLong_Check(obj.ptr())) {
+    return reinterpret_cast<cudaStream_t>(obj.cast<uintptr_t>());
+  }
+  if (py::hasattr(obj, "cuda_stream")) { // torch.cuda.Stream / ExternalStream
+    return reinterpret_cast<cudaStream_t>(obj.attr("cuda_stream").cast<uintptr_t>());
+  }
+  if (py::hasattr(obj, "__cuda_stream__")) { // cuda.core: (version, handle)
+    py::tuple t = obj.attr("__cuda_stream__")();
+    return reinterpret_cast<cudaStream_t>(t[1].cast<uintptr_t>());
+  }
+  if (py::hasattr(obj, "ptr")) { // CuPy
+    return reinterpret_cast<cudaStream_t>(obj.attr("ptr").cast<uintptr_t>());
+  }
+  throw py::type_error("stream must be None, an int handle, a torch.cuda.Stream, or an object "
+                       "with __cuda_stream__ or .ptr; got " +
+                       std::string(py::str(py::type::of(obj).attr("__name__"))));
+}
+
+ncclRedOp_t as_red_op(py::handle obj, const Communicator& comm, ncclDataType_t type) {
+  if (py::isinstance<CustomRedOp>(obj)) {
+    auto& op = obj.cast<CustomRedOp&>();
+    ncclRedOp_t handle = op.op(); // raises if closed
+    NCCL_CORE_REQUIRE(op.owner().get() == &comm,
+                      "this CustomRedOp belongs to another communicator");
+    NCCL_CORE_REQUIRE(op.type() == type, "this CustomRedOp was created for ",
+                      types::name(op.type()), " but the buffers are ", types::name(type));
+    return handle;
+  }
+  if (py::isinstance<c10d::ReduceOp>(obj)) {
+    auto& op = obj.cast<c10d::ReduceOp&>();
+    switch (op.op_) {
+      case c10d::ReduceOp::SUM:
+        return ncclSum;
+      case c10d::ReduceOp::PRODUCT:
+        return ncclProd;
+      case c10d::ReduceOp::MIN:
+        return ncclMin;
+      case c10d::ReduceOp::MAX:
+        return ncclMax;
+      case c10d::ReduceOp::AVG:
+        return ncclAvg;
+      default:
+        throw NcclInvalid("ReduceOp " + std::to_string(static_cast<int>(op.op_)) +
+                          " has no NCCL equivalent; use create_pre_mul_sum for PREMUL_SUM");
+    }
+  }
+  if (py::isinstance<c10d::ReduceOp::RedOpType>(obj)) {
+    return as_red_op(py::cast(c10d::ReduceOp(obj.cast<c10d::ReduceOp::RedOpType>())), comm, type);
+  }
+  NCCL_CORE_REQUIRE(PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr()),
+                    "op must be an NcclRedOp, a CustomRedOp or a torch.distributed.ReduceOp");
+  long v = obj.cast<long>();
+  NCCL_CORE_REQUIRE(v >= 0 && v < static_cast<long>(ncclNumOps), "Invalid reduction operator: ",
+                    v);
+  return static_cast<ncclRedOp_t>(v);
+}
+
+long long as_int(py::handle obj, const char* name) {
+  NCCL_CORE_REQUIRE(PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr()), name,
+                    " must be an int, got ",
+                    std::string(py::str(py::type::of(obj).attr("__name__"))));
+  return obj.cast<long long>();
+}
+
+int as_root(py::handle obj) {
+  if (obj.is_none()) {
+    return -1;
+  }
+  NCCL_CORE_REQUIRE(PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr()), "root must be an int");
+  int root = obj.cast<int>();
+  NCCL_CORE_REQUIRE(root >= 0, "root ", root, " must be >= 0");
+  return root;
+}
+
+} // namespace nccl_core::python

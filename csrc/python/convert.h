@@ -1,0 +1,45 @@
+// Python -> C++ conversions shared by the bindings: buffers, streams and
+// reduction ops in every form the nccl.core-style API accepts.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+#include <pybind11/pybind11.h>
+
+#include <ATen/ATen.h>
+
+#include <optional>
+
+#include "comm/operations.h"
+
+namespace nccl_core {
+class Communicator;
+}
+
+namespace nccl_core::python {
+
+namespace py = pybind11;
+
+// A torch.Tensor as is; anything with __dlpack__ or
+// __cuda_array_interface__ (CuPy, Numba, cuda.core) viewed as one.
+at::Tensor as_tensor(py::handle obj, const char* name);
+// as_tensor + ops::resolve_tensor.
+ops::Buffer as_buffer(py::handle obj, const char* name);
+// None -> nullopt (for buffers that only the root needs).
+std::optional<ops::Buffer> as_optional_buffer(py::handle obj, const char* name);
+
+// None -> torch's current stream on `device`; an int handle; torch.cuda.Stream;
+// objects with __cuda_stream__ (cuda.core) or .ptr (CuPy).
+cudaStream_t as_stream(py::handle obj, int device);
+
+// NcclRedOp / int / torch.distributed.ReduceOp (SUM, PRODUCT, MIN, MAX, AVG)
+// or a CustomRedOp of this communicator made for `type`.
+ncclRedOp_t as_red_op(py::handle obj, const Communicator& comm, ncclDataType_t type);
+
+// An int (IntEnum members included, bool refused); NcclInvalid naming `name`.
+long long as_int(py::handle obj, const char* name);
+
+// None -> -1 (all-reduce / all-gather), else a root rank.
+int as_root(py::handle obj);
+
+} // namespace nccl_core::python

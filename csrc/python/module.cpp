@@ -1,0 +1,57 @@
+// The pybind11 module nccl_core_backend._C.  All pybind code lives in
+// csrc/python/; this file defines the module and its exception mapping.
+#include <pybind11/chrono.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "nccl/api.h"
+#include "python/bind.h"
+
+namespace py = pybind11;
+
+namespace {
+
+void translate_errors(std::exception_ptr p) {
+  try {
+    if (p) {
+      std::rethrow_exception(p);
+    }
+  } catch (const nccl_core::NcclInvalid& e) {
+    auto errors = py::module_::import("nccl_core_backend.errors");
+    py::object exc = errors.attr("NcclInvalid")(e.what(),
+                                                static_cast<int>(ncclInvalidArgument));
+    PyErr_SetObject(errors.attr("NcclInvalid").ptr(), exc.ptr());
+  } catch (const nccl_core::NcclUnsupported& e) {
+    auto errors = py::module_::import("nccl_core_backend.errors");
+    py::object exc = errors.attr("NcclUnsupported")(e.what(),
+                                                    static_cast<int>(e.result()));
+    PyErr_SetObject(errors.attr("NcclUnsupported").ptr(), exc.ptr());
+  } catch (const nccl_core::NcclError& e) {
+    auto errors = py::module_::import("nccl_core_backend.errors");
+    py::object exc = errors.attr("NcclError")(e.what(), static_cast<int>(e.result()));
+    PyErr_SetObject(errors.attr("NcclError").ptr(), exc.ptr());
+  }
+}
+
+} // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "nccl_core C++ extension";
+  // The c10d base classes must be registered before we derive from them.
+  py::module_::import("torch.distributed");
+  py::register_exception_translator(&translate_errors);
+
+  m.def("nccl_version", [] { return nccl_core::api::loaded_version(); },
+        "Version code of the NCCL library loaded in this process.");
+  m.def("build_nccl_version", [] { return NCCL_VERSION_CODE; },
+        "Version code of the NCCL headers the extension was built with.");
+  m.def("has_symbol", [](const std::string& name) {
+    return nccl_core::api::find_symbol(name.c_str()) != nullptr;
+  }, "Whether the loaded NCCL exports `name`.");
+
+  nccl_core::python::bind_backend(m);
+  nccl_core::python::bind_resources(m);
+  nccl_core::python::bind_communicator(m);
+  nccl_core::python::bind_memory(m);
+}

@@ -1,0 +1,1 @@
+"""Tensors and arrays in NCCL memory: ``interop.torch`` and ``interop.cupy``."""

@@ -1,0 +1,261 @@
+"""Raw Communicator operations (nccl.core style) against float64 references."""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+import nccl_core_backend as nc
+from tests.gpu.cases.common import (
+    FLOATS, check, expect_raises, fail, make, poison, reduce_ref, sanity, wide,
+)
+from tests.gpu.registry import case
+
+# Raw ops use NCCL's types as they are: bool is plain uint8 arithmetic there.
+RAW_DTYPES = [
+    torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.uint8,
+    torch.int32, torch.int64, torch.uint32, torch.uint64, torch.float8_e4m3fn, torch.float8_e5m2,
+]
+RAW_OPS = {"SUM": nc.SUM, "PRODUCT": nc.PROD, "MAX": nc.MAX, "MIN": nc.MIN, "AVG": nc.AVG}
+
+
+def _streams(ctx):
+    """The stream forms a raw op accepts, cycled through the cases, and the
+    side stream they name."""
+    s = torch.cuda.Stream(device=ctx.device)
+    return [None, s, s.cuda_stream, torch.cuda.current_stream(ctx.device)], s
+
+
+def _sync(stream):
+    if stream is None or isinstance(stream, int):
+        torch.cuda.synchronize()
+    else:
+        stream.synchronize()
+
+
+@case()
+def communicator_properties(ctx):
+    comm = nc.get_communicator()
+    if comm.rank != ctx.rank or comm.nranks != ctx.world:
+        fail(f"rank/nranks {comm.rank}/{comm.nranks}, expected {ctx.rank}/{ctx.world}")
+    if comm.device != ctx.device:
+        fail(f"device {comm.device}, expected {ctx.device}")
+    if not comm.is_valid or comm.ptr == 0:
+        fail("communicator not valid")
+    if nc.get_communicator().ptr != comm.ptr:
+        fail("get_communicator returned a different communicator the second time")
+    if comm.get_async_error() != nc.Result.Success or not isinstance(comm.get_async_error(), nc.Result):
+        fail(f"get_async_error: {comm.get_async_error()!r}")
+    if not isinstance(comm.get_last_error(), str):
+        fail("get_last_error is not a str")
+    sub = dist.new_group([0, 1])
+    if ctx.rank < 2:
+        sc = nc.get_communicator(sub)
+        if sc.nranks != 2 or sc.rank != ctx.rank or sc.ptr == comm.ptr:
+            fail(f"subgroup communicator: nranks={sc.nranks} rank={sc.rank}")
+    gloo = dist.new_group(backend="gloo")
+    expect_raises(nc.NcclInvalid, lambda: nc.get_communicator(gloo), "nccl_core")
+    if nc.get_error_string(nc.Result.InvalidArgument) != nc.get_error_string(4):
+        fail("get_error_string differs for Result and int")
+    if "invalid argument" not in nc.get_error_string(nc.Result.InvalidArgument).lower():
+        fail(f"get_error_string(InvalidArgument) = {nc.get_error_string(4)!r}")
+
+
+@case()
+def raw_allreduce_every_dtype_and_op(ctx):
+    comm = nc.get_communicator()
+    streams, side = _streams(ctx)
+    k = 0
+    for di, dtype in enumerate(RAW_DTYPES):
+        for oi, (name, op) in enumerate(RAW_OPS.items()):
+            base = "PRODUCT" if name == "PRODUCT" else "SUM"
+            inputs = [make(ctx, r, dtype, op=base, salt=di * 7 + oi) for r in range(ctx.world)]
+            send = inputs[ctx.rank].to(ctx.device)
+            recv = poison(send.shape, dtype, ctx.device)
+            stream = streams[k % len(streams)]
+            k += 1
+            side.wait_stream(torch.cuda.current_stream(ctx.device))  # inputs are ready
+            comm.allreduce(send, recv, op, stream=stream)
+            _sync(stream)
+            check(recv, reduce_ref(inputs, name, dtype), dtype, name, ctx.world, "raw allreduce")
+            # In place, and through reduce(root=None).
+            comm.reduce(send, send, op)
+            torch.cuda.synchronize()
+            check(send, reduce_ref(inputs, name, dtype), dtype, name, ctx.world, "raw reduce(root=None)")
+    # torch.distributed.ReduceOp is accepted too.
+    t = torch.full((5,), ctx.rank + 1.0, device=ctx.device)
+    comm.allreduce(t, t, dist.ReduceOp.MAX)
+    torch.cuda.synchronize()
+    if not torch.all(t == ctx.world):
+        fail(f"allreduce with dist.ReduceOp.MAX gave {t.tolist()}")
+
+
+@case()
+def raw_reduce_broadcast_every_root(ctx):
+    comm = nc.get_communicator()
+    for root in range(ctx.world):
+        for dtype in (torch.float32, torch.int64, torch.bfloat16):
+            inputs = [make(ctx, r, dtype, salt=root) for r in range(ctx.world)]
+            send = inputs[ctx.rank].to(ctx.device)
+            recv = poison(send.shape, dtype, ctx.device) if ctx.rank == root else None
+            comm.reduce(send, recv, nc.SUM, root)
+            torch.cuda.synchronize()
+            if ctx.rank == root:
+                check(recv, reduce_ref(inputs, "SUM", dtype), dtype, "SUM", ctx.world, f"raw reduce root={root}")
+            out = poison(send.shape, dtype, ctx.device)
+            comm.broadcast(send if ctx.rank == root else None, out, root)
+            torch.cuda.synchronize()
+            check(out, wide(inputs[root]), dtype, "SUM", ctx.world, f"raw broadcast root={root}")
+
+
+@case()
+def raw_gathers_scatter_alltoall(ctx):
+    comm = nc.get_communicator()
+    w, n = ctx.world, 129
+    for dtype in (torch.float32, torch.float16, torch.int32, torch.uint8, torch.float8_e5m2):
+        inputs = [make(ctx, r, dtype, n * w, salt=3) for r in range(w)]
+        mine = inputs[ctx.rank].to(ctx.device)
+        # allgather of the first block
+        out = poison((w * n,), dtype, ctx.device)
+        comm.allgather(mine[:n], out)
+        torch.cuda.synchronize()
+        check(out, torch.cat([wide(x[:n]) for x in inputs]), dtype, "SUM", w, "raw allgather")
+        # reduce_scatter: every op
+        for name, op in RAW_OPS.items():
+            if name == "PRODUCT" and dtype != torch.float32:
+                continue
+            out = poison((n,), dtype, ctx.device)
+            comm.reduce_scatter(mine, out, op)
+            torch.cuda.synchronize()
+            ref = reduce_ref(inputs, name, dtype)[ctx.rank * n:(ctx.rank + 1) * n]
+            check(out, ref, dtype, name, w, "raw reduce_scatter")
+        # alltoall: block j of rank i goes to rank j, lands at block i
+        out = poison((w * n,), dtype, ctx.device)
+        comm.alltoall(mine, out)
+        torch.cuda.synchronize()
+        ref = torch.cat([wide(inputs[i][ctx.rank * n:(ctx.rank + 1) * n]) for i in range(w)])
+        check(out, ref, dtype, "SUM", w, "raw alltoall")
+        for root in range(w):
+            got = poison((w * n,), dtype, ctx.device) if ctx.rank == root else None
+            comm.gather(mine[:n], got, root)
+            torch.cuda.synchronize()
+            if ctx.rank == root:
+                check(got, torch.cat([wide(x[:n]) for x in inputs]), dtype, "SUM", w, f"raw gather root={root}")
+            out = poison((n,), dtype, ctx.device)
+            comm.scatter(mine if ctx.rank == root else None, out, root)
+            torch.cuda.synchronize()
+            check(out, wide(inputs[root][ctx.rank * n:(ctx.rank + 1) * n]), dtype, "SUM", w,
+                  f"raw scatter root={root}")
+
+
+@case()
+def raw_send_recv_and_groups(ctx):
+    comm = nc.get_communicator()
+    w = ctx.world
+    nxt, prv = (ctx.rank + 1) % w, (ctx.rank - 1) % w
+    for dtype in (torch.float64, torch.int8, torch.bfloat16):
+        inputs = [make(ctx, r, dtype, salt=11) for r in range(w)]
+        send = inputs[ctx.rank].to(ctx.device)
+        got = poison(send.shape, dtype, ctx.device)
+        with nc.group():
+            comm.send(send, nxt)
+            comm.recv(got, prv)
+        torch.cuda.synchronize()
+        check(got, wide(inputs[prv]), dtype, "SUM", w, "raw send/recv ring")
+    # Nested group_start/group_end and several collectives fused in one group.
+    a = torch.full((64,), float(ctx.rank), device=ctx.device)
+    b = torch.full((64,), 1.0, device=ctx.device)
+    nc.group_start()
+    nc.group_start()
+    comm.allreduce(a, a, nc.SUM)
+    nc.group_end()
+    comm.allreduce(b, b, nc.SUM)
+    nc.group_end()
+    torch.cuda.synchronize()
+    if not (torch.all(a == sum(range(w))) and torch.all(b == w)):
+        fail(f"grouped allreduces gave {a[0].item()} and {b[0].item()}")
+    expect_raises(nc.NcclInvalid, nc.group_end, "group_start")
+    # Everyone -> rank 0, one group per receiver (fan-in).
+    if ctx.rank == 0:
+        bufs = [poison((33,), torch.float32, ctx.device) for _ in range(w)]
+        with nc.group():
+            for r in range(1, w):
+                comm.recv(bufs[r], r)
+        torch.cuda.synchronize()
+        for r in range(1, w):
+            if not torch.all(bufs[r] == r):
+                fail(f"fan-in from {r}: {bufs[r][:4].tolist()}")
+    else:
+        comm.send(torch.full((33,), float(ctx.rank), device=ctx.device), 0)
+        torch.cuda.synchronize()
+
+
+@case()
+def raw_ops_on_cupy_arrays(ctx):
+    try:
+        import cupy
+    except ImportError:
+        from tests.gpu.registry import Skip
+
+        raise Skip("CuPy is not installed")
+    comm = nc.get_communicator()
+    with cupy.cuda.Device(ctx.device.index):
+        x = nc.cupy.empty((3, 50), dtype=cupy.float32)
+        x[...] = ctx.rank + 1
+        y = cupy.zeros((3, 50), dtype=cupy.float32)
+        s = cupy.cuda.Stream(non_blocking=True)
+        cupy.cuda.get_current_stream().synchronize()
+        comm.allreduce(x, y, nc.SUM, stream=s)
+        s.synchronize()
+        if not bool((y == sum(range(1, ctx.world + 1))).all()):
+            fail(f"cupy allreduce: {y[0, :4]}")
+        ptr, count, dt, dev = nc.cupy.resolve_array(x)
+        if (ptr, count, dt, dev) != (x.data.ptr, 150, nc.NcclDataType.FLOAT32, ctx.device.index):
+            fail(f"resolve_array gave {(ptr, count, dt, dev)}")
+        if not nc._C._is_vmm(ptr):
+            fail("cupy.empty memory is not NCCL (VMM) memory")
+        f = nc.cupy.empty(6, dtype="int32", order="F")
+        if f.shape != (6,) or f.dtype != cupy.int32:
+            fail(f"cupy.empty(6): {f.shape} {f.dtype}")
+        fo = nc.cupy.empty((4, 3), dtype=cupy.float64, order="F")
+        if not fo.flags.f_contiguous:
+            fail("cupy.empty(order='F') is not Fortran-ordered")
+        expect_raises(nc.NcclInvalid, lambda: nc.cupy.empty(4, order="X"), "order")
+        expect_raises(nc.NcclInvalid, lambda: nc.cupy.resolve_array(cupy.zeros(4, dtype=cupy.int16)), "int16")
+        expect_raises(nc.NcclInvalid, lambda: nc.cupy.resolve_array([1, 2]), "cupy.ndarray")
+
+
+@case()
+def raw_ops_bad_input(ctx):
+    comm = nc.get_communicator()
+    d = ctx.device
+    other = torch.device("cuda", (d.index + 1) % torch.cuda.device_count())
+    x = torch.ones(16, device=d)
+    y = torch.ones(16, device=d)
+    bad = [
+        ("cpu tensor", lambda: comm.allreduce(torch.ones(16), y, nc.SUM), "CUDA tensor"),
+        ("wrong device", lambda: comm.allreduce(torch.ones(16, device=other), y, nc.SUM), "device"),
+        ("dtype mismatch", lambda: comm.allreduce(x, y.double(), nc.SUM), "Dtype mismatch"),
+        ("recv too small", lambda: comm.allreduce(x, y[:8], nc.SUM), "count"),
+        ("non-contiguous", lambda: comm.allreduce(torch.ones(16, 2, device=d)[:, 0], y, nc.SUM), "contiguous"),
+        ("int16", lambda: comm.allreduce(x.short(), y.short(), nc.SUM), "int16"),
+        ("complex", lambda: comm.allreduce(x.cfloat(), y.cfloat(), nc.SUM), "complex"),
+        ("bad op", lambda: comm.allreduce(x, y, 9), "reduction operator"),
+        ("bool op", lambda: comm.allreduce(x, y, True), "op"),
+        ("root range", lambda: comm.broadcast(x, y, ctx.world), "root"),
+        ("negative root", lambda: comm.reduce(x, y, nc.SUM, -1), "root"),
+        ("peer range", lambda: comm.send(x, ctx.world + 3), "peer"),
+        ("allgather small", lambda: comm.allgather(x, y), "count"),
+        ("reduce_scatter split", lambda: comm.reduce_scatter(torch.ones(ctx.world * 2 + 1, device=d), y, nc.SUM), "block"),
+        ("scatter size", lambda: comm.scatter(x, torch.ones(3, device=d), 0) if ctx.rank == 0 else
+            comm.scatter(None, y, ctx.world + 1), "root" if ctx.rank else "exactly"),
+        ("list buffer", lambda: comm.allreduce([1.0], y, nc.SUM), "DLPack"),
+        ("root recv missing", lambda: comm.reduce(x, None, nc.SUM, ctx.rank), "recvbuf"),
+    ]
+    for name, fn, match in bad:
+        e = expect_raises(nc.NcclInvalid, fn, match)
+        if e is not None and not isinstance(e, ValueError):
+            fail(f"{name}: NcclInvalid should also be a ValueError")
+    expect_raises(TypeError, lambda: comm.allreduce(x, y, nc.SUM, stream=True), "bool")
+    expect_raises(TypeError, lambda: comm.allreduce(x, y, nc.SUM, stream="s"), "stream")
+    sanity(ctx)
