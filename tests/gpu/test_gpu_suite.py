@@ -21,6 +21,8 @@ from tests.gpu.registry import CASES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CONFIGS = [c for c in os.environ.get("NCCL_CORE_GPU_CONFIGS", "2:eager,2:lazy,4:eager,4:lazy").split(",") if c]
+# NCCL_CORE_GPU_ONLY=case1,case2 runs a subset (for quick iterations).
+ONLY = [c for c in os.environ.get("NCCL_CORE_GPU_ONLY", "").split(",") if c]
 _results: dict[str, dict] = {}
 
 
@@ -38,6 +40,8 @@ def _launch(config: str) -> dict:
            os.path.join(ROOT, "tests", "gpu", "harness.py"), "--out", out]
     if mode == "lazy":
         cmd.append("--lazy")
+    if ONLY:
+        cmd += ["--only", ",".join(ONLY)]
     proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True,
                           timeout=int(os.environ.get("NCCL_CORE_LAUNCH_TIMEOUT", "900")))
     log = proc.stdout[-20000:] + proc.stderr[-20000:]
@@ -58,7 +62,7 @@ def _launch(config: str) -> dict:
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("config", CONFIGS)
-@pytest.mark.parametrize("name", [c[0] for c in CASES])
+@pytest.mark.parametrize("name", [c[0] for c in CASES if not ONLY or c[0] in ONLY])
 def test_gpu_case(config, name):
     world = int(config.split(":")[0])
     if _gpus() == 0:
