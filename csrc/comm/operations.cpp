@@ -73,9 +73,10 @@ Buffer resolve_tensor(const at::Tensor& t, const char* name) {
   NCCL_CORE_REQUIRE(t.defined(), name, " is an undefined tensor");
   NCCL_CORE_REQUIRE(t.is_cuda(), name, " must be a CUDA tensor, got a ", t.device(), " tensor");
   NCCL_CORE_REQUIRE(t.layout() == at::kStrided, name, " must be a dense (strided) tensor");
-  NCCL_CORE_REQUIRE(t.is_contiguous(), name,
-                    " must be contiguous (NCCL reads count elements from its data "
-                    "pointer); call .contiguous()");
+  // Any dense layout (C or Fortran order, permuted) is one block of memory.
+  NCCL_CORE_REQUIRE(t.is_non_overlapping_and_dense(), name,
+                    " must be contiguous (dense, in any dimension order): NCCL reads count "
+                    "elements from its data pointer; call .contiguous()");
   auto type = types::to_nccl(t.scalar_type());
   NCCL_CORE_REQUIRE(type.has_value(), "Unsupported torch dtype ", t.scalar_type(), " of ", name,
                     " has no NCCL equivalent");

@@ -70,6 +70,7 @@ std::shared_ptr<RegisteredBuffer> RegisteredBuffer::create(
   ncclComm_t c = comm->get();
   void* handle = nullptr;
   comm->call(ncclCommRegister(c, ptr, size, &handle), "ncclCommRegister");
+  comm->wait_ready("ncclCommRegister");
   std::shared_ptr<RegisteredBuffer> buf(
       new RegisteredBuffer(comm, ptr, size, handle, std::move(keep)));
   comm->track(buf);
@@ -102,6 +103,9 @@ std::shared_ptr<Window> Window::create(const std::shared_ptr<Communicator>& comm
   ncclComm_t c = comm->get();
   ncclWindow_t win = nullptr;
   comm->call(ncclCommWindowRegister(c, ptr, size, &win, flags), "ncclCommWindowRegister");
+  // On a non-blocking communicator the registration may still be running
+  // (and `win` unset) even when the call returned ncclSuccess.
+  comm->wait_ready("ncclCommWindowRegister");
   if (win == nullptr) {
     return nullptr; // NCCL cannot register windows on this system
   }

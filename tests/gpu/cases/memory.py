@@ -61,18 +61,19 @@ def nccl_empty_memory_returns_on_gc(ctx):
     ts = [nc.torch.empty(size // 4, device=ctx.device) for _ in range(4)]
     views = [t[:10] for t in ts]
     grown = nc._C._mem_live_bytes() - base_live
-    if grown < 4 * size:
+    if grown < 4 * size - (1 << 20):
         fail(f"live bytes grew by {grown}, expected >= {4 * size}")
     if torch.cuda.mem_get_info(ctx.device)[0] > base_free - 4 * size + (32 << 20):
         fail("device free memory did not drop after allocating")
     del ts
-    if nc._C._mem_live_bytes() - base_live < 4 * size:
+    if nc._C._mem_live_bytes() - base_live < 4 * size - (1 << 20):
         fail("memory freed while views were alive")
     del views
     gc.collect()
     torch.cuda.synchronize()
-    if nc._C._mem_live_bytes() != base_live:
-        fail(f"live bytes {nc._C._mem_live_bytes()} != baseline {base_live} after GC")
+    # At or below the baseline: earlier cases' garbage may be collected too.
+    if nc._C._mem_live_bytes() > base_live:
+        fail(f"live bytes {nc._C._mem_live_bytes()} > baseline {base_live} after GC")
     free = torch.cuda.mem_get_info(ctx.device)[0]
     if free < base_free - (32 << 20):
         fail(f"device memory not returned: free {free} vs baseline {base_free}")
@@ -80,7 +81,7 @@ def nccl_empty_memory_returns_on_gc(ctx):
     for _ in range(200):
         nc.torch.empty(1000, device=ctx.device)
     gc.collect()
-    if nc._C._mem_live_bytes() != base_live:
+    if nc._C._mem_live_bytes() > base_live:
         fail("200 small empty() calls left memory behind")
 
 

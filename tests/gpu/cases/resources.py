@@ -12,17 +12,21 @@ from tests.gpu.registry import case
 PREMUL_TYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
 
-class _Raw:
-    """A device address viewed as a tensor (CUDA Array Interface)."""
-
-    def __init__(self, ptr: int, n: int, typestr: str = "<f4"):
-        self.__cuda_array_interface__ = {
-            "shape": (n,), "typestr": typestr, "data": (ptr, False), "version": 3,
-        }
-
-
 def _view(ptr: int, n: int) -> torch.Tensor:
-    return torch.as_tensor(_Raw(ptr, n), device="cuda")
+    """n float32 at a device address (a peer's window) as a tensor.  CuPy
+    wraps the address without asking the driver which device owns it (torch's
+    CUDA Array Interface import does, and refuses NCCL's flat LSA mapping)."""
+    try:
+        import cupy
+    except ImportError:
+        from tests.gpu.registry import Skip
+
+        raise Skip("CuPy is needed to view raw device addresses")
+    dev = torch.cuda.current_device()
+    mem = cupy.cuda.UnownedMemory(ptr, n * 4, owner=None, device_id=dev)
+    with cupy.cuda.Device(dev):
+        arr = cupy.ndarray((n,), dtype=cupy.float32, memptr=cupy.cuda.MemoryPointer(mem, 0))
+    return torch.from_dlpack(arr)
 
 
 def _check_closed(res, attr: str):
