@@ -68,6 +68,7 @@ from nccl_core_backend.constants import (  # noqa: E402
     WindowFlag,
 )
 from nccl_core_backend.errors import NcclError, NcclInvalid, NcclUnsupported  # noqa: E402
+from nccl_core_backend.rma import WaitSignalDesc  # noqa: E402
 
 register()
 
@@ -168,6 +169,7 @@ __all__ = [
     "UINT32",
     "UINT64",
     "UINT8",
+    "WaitSignalDesc",
     "WindowFlag",
     "cupy",
     "get_backend",

@@ -237,6 +237,34 @@ void Communicator::untrack(const Resource* resource) {
   }
 }
 
+std::shared_ptr<Resource> Communicator::attachment(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(resources_mutex_);
+  for (const auto& [k, weak] : attachments_) {
+    if (k == key) {
+      auto r = weak.lock();
+      return r && r->is_valid() ? r : nullptr;
+    }
+  }
+  return nullptr;
+}
+
+void Communicator::attach(const std::string& key, std::shared_ptr<Resource> resource) {
+  {
+    std::lock_guard<std::mutex> lock(resources_mutex_);
+    bool replaced = false;
+    for (auto& [k, weak] : attachments_) {
+      if (k == key) {
+        weak = resource;
+        replaced = true;
+      }
+    }
+    if (!replaced) {
+      attachments_.emplace_back(key, resource);
+    }
+  }
+  track(std::move(resource));
+}
+
 size_t Communicator::resource_count() const {
   std::lock_guard<std::mutex> lock(resources_mutex_);
   return resources_.size();

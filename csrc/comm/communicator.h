@@ -85,6 +85,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   size_t resource_count() const;
   // Closes every tracked resource, ignoring errors; idempotent.
   void close_all_resources() noexcept;
+  // Per-communicator state of the layers above (the RMA signal area), owned
+  // and closed like any other resource; nullptr when absent or closed.
+  std::shared_ptr<Resource> attachment(const std::string& key) const;
+  void attach(const std::string& key, std::shared_ptr<Resource> resource);
 
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
   std::chrono::milliseconds timeout() const { return timeout_; }
@@ -114,6 +118,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::mutex lifecycle_mutex_;
   mutable std::mutex resources_mutex_;
   std::vector<std::shared_ptr<Resource>> resources_;
+  std::vector<std::pair<std::string, std::weak_ptr<Resource>>> attachments_;
 };
 
 } // namespace nccl_core

@@ -12,6 +12,7 @@
 #include "nccl/types.h"
 #include "python/bind.h"
 #include "python/convert.h"
+#include "rma/signals.h"
 
 namespace py = pybind11;
 
@@ -237,6 +238,7 @@ void bind_communicator(py::module_& m) {
             std::shared_ptr<Window> w;
             {
               py::gil_scoped_release release;
+              rma::prepare(c); // collective too: the NCCL 2.28 signal area
               w = Window::create(c, b.ptr, bytes, static_cast<int>(f), storage_of(t));
             }
             return window_or_none(w);

@@ -149,3 +149,18 @@ def test_public_names_exist():
         assert getattr(nc, cls).__doc__
     assert issubclass(nc.RegisteredWindowHandle, nc.CommResource)
     assert issubclass(nc.CustomRedOp, nc.CommResource)
+
+
+def test_wait_signal_desc_is_frozen_and_validated():
+    d = nc.WaitSignalDesc(3)
+    assert (d.peer, d.op_count, d.signal_index, d.context) == (3, 1, 0, 0)
+    assert nc.WaitSignalDesc(1, 4) == nc.WaitSignalDesc(peer=1, op_count=4)
+    with pytest.raises(Exception):
+        d.peer = 2  # frozen
+    for kwargs, match in [
+        ({"peer": -1}, "peer"), ({"peer": 0, "op_count": 0}, "op_count"),
+        ({"peer": 0, "signal_index": 1}, "signal_index"), ({"peer": 0, "context": 5}, "context"),
+        ({"peer": 1.0}, "int"), ({"peer": True}, "int"),
+    ]:
+        with pytest.raises(nc.NcclInvalid, match=match):
+            nc.WaitSignalDesc(**kwargs)

@@ -10,4 +10,5 @@ from tests.gpu.cases import (  # noqa: F401
     raw_ops,
     resources,
     memory,
+    rma,
 )

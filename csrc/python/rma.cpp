@@ -1,0 +1,104 @@
+// Bindings of the one-sided operations (rma/signals.h) on Communicator.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "comm/communicator.h"
+#include "comm/resources.h"
+#include "nccl/api.h"
+#include "nccl/types.h"
+#include "python/bind.h"
+#include "python/convert.h"
+#include "rma/signals.h"
+
+namespace py = pybind11;
+
+namespace nccl_core::python {
+
+namespace {
+
+void require_zero(py::handle v, const char* name) {
+  long long x = as_int(v, name);
+  NCCL_CORE_REQUIRE(x == 0, name, " must be 0 (NCCL reserves it), got ", x);
+}
+
+rma::WaitDesc as_wait_desc(py::handle d) {
+  NCCL_CORE_REQUIRE(py::hasattr(d, "peer") && py::hasattr(d, "op_count"),
+                    "wait_signal takes WaitSignalDesc objects, got ",
+                    std::string(py::str(py::type::of(d).attr("__name__"))));
+  require_zero(d.attr("signal_index"), "signal_index");
+  require_zero(d.attr("context"), "context");
+  long long peer = as_int(d.attr("peer"), "peer");
+  long long count = as_int(d.attr("op_count"), "op_count");
+  NCCL_CORE_REQUIRE(count >= 1 && count <= (1ll << 30), "op_count must be >= 1, got ", count);
+  NCCL_CORE_REQUIRE(peer >= 0 && peer <= (1ll << 30), "peer ", peer, " must be >= 0");
+  return rma::WaitDesc{static_cast<int>(peer), static_cast<int>(count)};
+}
+
+} // namespace
+
+void bind_rma(py::module_& m) {
+  auto cls = py::reinterpret_borrow<py::class_<Communicator, std::shared_ptr<Communicator>>>(
+      m.attr("Communicator"));
+  cls.def(
+         "put_signal",
+         [](Communicator& c, py::handle local_buffer, int peer, py::handle peer_window,
+            py::handle peer_window_offset, py::handle signal_index, py::handle context,
+            py::handle flags, py::handle stream) {
+           require_zero(signal_index, "signal_index");
+           require_zero(context, "context");
+           require_zero(flags, "flags");
+           NCCL_CORE_REQUIRE(py::isinstance<Window>(peer_window),
+                             "peer_window must be a RegisteredWindowHandle");
+           const Window& w = peer_window.cast<const Window&>();
+           auto src = as_buffer(local_buffer, "local_buffer");
+           long long off = as_int(peer_window_offset, "peer_window_offset");
+           NCCL_CORE_REQUIRE(off >= 0, "peer_window_offset ", off, " must be >= 0");
+           // The offset counts elements of the local buffer's dtype.
+           size_t bytes = static_cast<size_t>(off) * types::element_size(src.type);
+           auto st = as_stream(stream, c.device());
+           py::gil_scoped_release release;
+           rma::put_signal(c, src, peer, w, bytes, st);
+         },
+         py::arg("local_buffer"), py::arg("peer"), py::arg("peer_window"),
+         py::arg("peer_window_offset") = 0, py::arg("signal_index") = 0, py::arg("context") = 0,
+         py::arg("flags") = 0, py::kw_only(), py::arg("stream") = py::none(),
+         "Puts local_buffer into peer's copy of the window (offset in elements) and "
+         "signals the peer.")
+      .def(
+          "signal",
+          [](Communicator& c, int peer, py::handle signal_index, py::handle context,
+             py::handle flags, py::handle stream) {
+            require_zero(signal_index, "signal_index");
+            require_zero(context, "context");
+            require_zero(flags, "flags");
+            auto st = as_stream(stream, c.device());
+            py::gil_scoped_release release;
+            rma::signal(c, peer, st);
+          },
+          py::arg("peer"), py::arg("signal_index") = 0, py::arg("context") = 0,
+          py::arg("flags") = 0, py::kw_only(), py::arg("stream") = py::none(),
+          "Sends a signal to peer, after the stream's earlier work.")
+      .def(
+          "wait_signal",
+          [](Communicator& c, py::handle descs, py::handle stream) {
+            std::vector<rma::WaitDesc> list;
+            if (py::hasattr(descs, "peer")) {
+              list.push_back(as_wait_desc(descs));
+            } else {
+              NCCL_CORE_REQUIRE(py::isinstance<py::sequence>(descs),
+                                "descs must be a WaitSignalDesc or a sequence of them");
+              for (py::handle d : descs) {
+                list.push_back(as_wait_desc(d));
+              }
+            }
+            auto st = as_stream(stream, c.device());
+            py::gil_scoped_release release;
+            rma::wait_signal(c, list, st);
+          },
+          py::arg("descs"), py::kw_only(), py::arg("stream") = py::none(),
+          "Blocks the stream until the described signals have arrived.");
+  m.def("_rma_native", &rma::native, "Whether NCCL's own one-sided API is used.");
+}
+
+} // namespace nccl_core::python

@@ -1,0 +1,194 @@
+#include "rma/signals.h"
+
+#include <c10/cuda/CUDAGuard.h>
+
+#include "comm/communicator.h"
+#include "memory/allocator.h"
+#include "nccl/api.h"
+#include "nccl/newer.h"
+#include "nccl/types.h"
+#include "rma/kernels.h"
+
+namespace nccl_core::rma {
+
+namespace {
+
+constexpr const char* kAreaKey = "rma.signal_area";
+constexpr int64_t kTickets = 4096;
+
+std::shared_ptr<SignalArea> area_of(Communicator& comm) {
+  auto r = std::dynamic_pointer_cast<SignalArea>(comm.attachment(kAreaKey));
+  NCCL_CORE_REQUIRE(r != nullptr,
+                    "one-sided operations need a registered window on this communicator "
+                    "(register_window creates the signal area they use)");
+  return r;
+}
+
+void check_peer(const Communicator& comm, int peer) {
+  NCCL_CORE_REQUIRE(peer >= 0 && peer < comm.nranks(), "peer ", peer,
+                    " is outside the communicator of ", comm.nranks(), " ranks");
+}
+
+[[noreturn]] void unreachable_peer(int peer, const char* what) {
+  throw NcclUnsupported(concat(what, " to rank ", peer,
+                               ", which is not load/store reachable (no NVLink path from this "
+                               "GPU), needs NCCL 2.29.2 or newer (ncclPutSignal); the loaded "
+                               "NCCL is ",
+                               api::version_string(api::loaded_version())));
+}
+
+} // namespace
+
+bool native() {
+  return api::find_symbol("ncclPutSignal") != nullptr &&
+         api::find_symbol("ncclWaitSignal") != nullptr;
+}
+
+void prepare(const std::shared_ptr<Communicator>& comm) {
+  if (native() || comm->attachment(kAreaKey) != nullptr) {
+    return;
+  }
+  if (auto area = SignalArea::create(comm)) {
+    comm->attach(kAreaKey, std::move(area));
+  }
+}
+
+// --- SignalArea -------------------------------------------------------------
+
+SignalArea::SignalArea(std::shared_ptr<Communicator> comm, std::shared_ptr<Window> window,
+                       at::Tensor counters, at::Tensor tickets)
+    : Resource(comm, "SignalArea"),
+      window_(std::move(window)),
+      counters_(std::move(counters)),
+      tickets_(std::move(tickets)),
+      consumed_(comm->nranks(), 0) {}
+
+std::shared_ptr<SignalArea> SignalArea::create(const std::shared_ptr<Communicator>& comm) {
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(comm->device()));
+  at::Tensor counters = memory::empty({comm->nranks()}, at::kLong, comm->device(), false);
+  counters.zero_();
+  at::Tensor tickets = at::zeros({kTickets}, at::TensorOptions()
+                                                 .dtype(at::kInt)
+                                                 .device(at::kCUDA, comm->device()));
+  // The zeros must be in place before any peer can signal into them.
+  NCCL_CORE_CUDA_CHECK(cudaDeviceSynchronize());
+  size_t bytes = static_cast<size_t>(comm->nranks()) * sizeof(unsigned long long);
+  auto window = Window::create(comm, counters.data_ptr(), bytes, 0, counters.storage());
+  if (window == nullptr) {
+    return nullptr; // no windows on this system: register_window reports None
+  }
+  return std::shared_ptr<SignalArea>(
+      new SignalArea(comm, std::move(window), std::move(counters), std::move(tickets)));
+}
+
+unsigned long long* SignalArea::remote_counter(int peer) const {
+  ensure_valid();
+  auto addr = window_->peer_pointer(peer, owner()->rank() * sizeof(unsigned long long));
+  if (!addr) {
+    unreachable_peer(peer, "signalling");
+  }
+  return static_cast<unsigned long long*>(*addr);
+}
+
+const unsigned long long* SignalArea::local_counters() const {
+  ensure_valid();
+  return static_cast<const unsigned long long*>(counters_.data_ptr());
+}
+
+unsigned int* SignalArea::next_ticket() {
+  ensure_valid();
+  uint64_t i = next_ticket_.fetch_add(1) % kTickets;
+  return static_cast<unsigned int*>(tickets_.data_ptr()) + i;
+}
+
+unsigned long long SignalArea::advance(int peer, int op_count) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  consumed_[peer] += static_cast<unsigned long long>(op_count);
+  return consumed_[peer];
+}
+
+void SignalArea::release(Communicator& /*comm*/) {
+  window_->close();
+  counters_ = at::Tensor();
+  tickets_ = at::Tensor();
+}
+
+// --- operations -------------------------------------------------------------
+
+void put_signal(Communicator& comm, const ops::Buffer& src, int peer, const Window& window,
+                size_t offset, cudaStream_t stream) {
+  NCCL_CORE_REQUIRE(src.device == comm.device(), "local_buffer is on device ", src.device,
+                    ", but communicator is on device ", comm.device());
+  check_peer(comm, peer);
+  ncclWindow_t win = window.handle(); // raises if closed
+  NCCL_CORE_REQUIRE(window.owner().get() == &comm,
+                    "peer_window was registered on another communicator");
+  size_t bytes = src.count * types::element_size(src.type);
+  NCCL_CORE_REQUIRE(offset <= window.size() && bytes <= window.size() - offset,
+                    "put_signal of ", bytes, " bytes at byte offset ", offset,
+                    " does not fit the window of ", window.size(), " bytes");
+  if (native()) {
+    auto fn = api::require<newer::PutSignalFn>("ncclPutSignal", "put_signal",
+                                               newer::kSignalsVersion);
+    comm.call(fn(src.ptr, src.count, src.type, peer, win, offset, 0, 0, 0u, comm.get(), stream),
+              "ncclPutSignal");
+    return;
+  }
+  auto area = area_of(comm);
+  auto dst = window.peer_pointer(peer, 0);
+  if (!dst) {
+    unreachable_peer(peer, "put_signal");
+  }
+  unsigned long long* counter = area->remote_counter(peer);
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(comm.device()));
+  launch_put_signal(src.ptr, static_cast<char*>(*dst) + offset, bytes, counter,
+                    area->next_ticket(), stream);
+}
+
+void signal(Communicator& comm, int peer, cudaStream_t stream) {
+  check_peer(comm, peer);
+  if (native()) {
+    auto fn = api::require<newer::SignalFn>("ncclSignal", "signal", newer::kSignalsVersion);
+    comm.call(fn(peer, 0, 0, 0u, comm.get(), stream), "ncclSignal");
+    return;
+  }
+  auto area = area_of(comm);
+  unsigned long long* counter = area->remote_counter(peer);
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(comm.device()));
+  launch_signal(counter, stream);
+}
+
+void wait_signal(Communicator& comm, const std::vector<WaitDesc>& descs, cudaStream_t stream) {
+  for (const auto& d : descs) {
+    check_peer(comm, d.peer);
+    NCCL_CORE_REQUIRE(d.op_count >= 1, "op_count must be >= 1, got ", d.op_count);
+  }
+  if (descs.empty()) {
+    return;
+  }
+  if (native()) {
+    auto fn = api::require<newer::WaitSignalFn>("ncclWaitSignal", "wait_signal",
+                                                newer::kSignalsVersion);
+    std::vector<newer::WaitSignalDesc> c;
+    c.reserve(descs.size());
+    for (const auto& d : descs) {
+      c.push_back(newer::WaitSignalDesc{d.op_count, d.peer, 0, 0});
+    }
+    comm.call(fn(static_cast<int>(c.size()), c.data(), comm.get(), stream), "ncclWaitSignal");
+    return;
+  }
+  auto area = area_of(comm);
+  const unsigned long long* counters = area->local_counters();
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(comm.device()));
+  WaitList list{};
+  for (size_t i = 0; i < descs.size(); ++i) {
+    list.slot[list.count] = descs[i].peer;
+    list.target[list.count] = area->advance(descs[i].peer, descs[i].op_count);
+    if (++list.count == kMaxWaitsPerLaunch || i + 1 == descs.size()) {
+      launch_wait(counters, list, stream);
+      list.count = 0;
+    }
+  }
+}
+
+} // namespace nccl_core::rma
