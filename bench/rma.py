@@ -46,9 +46,11 @@ def main() -> None:
     local = int(os.environ["LOCAL_RANK"])
     device = torch.device("cuda", local)
     torch.cuda.set_device(device)
-    dist.init_process_group("cpu:gloo,cuda:nccl_core", device_id=device)
+    # No device_id: with a bound device, torch 2.11's new_group(backend="nccl")
+    # tries to split the nccl group from the default group's (nccl_core) backend.
+    dist.init_process_group("cpu:gloo,cuda:nccl_core")
     rank = dist.get_rank()
-    nccl_pg = dist.new_group(backend="nccl", device_id=device)
+    nccl_pg = dist.new_group(backend="nccl")
     comm = nc.get_communicator()
     sizes = [s for s in SIZES if s <= args.max_bytes]
     window_bytes = max(sizes) * 2
