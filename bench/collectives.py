@@ -1,0 +1,266 @@
+"""nccl_core against backend nccl, side by side in one torchrun job.
+
+    torchrun --nproc-per-node=4 bench/collectives.py --out bench/results/h200-4
+
+For all_reduce, all_gather_into_tensor, reduce_scatter_tensor,
+all_to_all_single and broadcast over 8 B .. 1 GiB, on plain torch.empty
+tensors and on NCCL memory (nccl_core_backend.torch.empty), it records per
+size: wall time per call in a back-to-back loop, GPU time (CUDA events),
+algorithm and bus bandwidth (nccl-tests conventions), host µs per call, and
+the ratio nccl_core / nccl.  Then: a CUDA graph of 100 small all_reduces, and
+the raw Communicator.allreduce path.  Every timed configuration is checked on
+the data it moved.  Rank 0 writes results.json, results.md and a plot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+import nccl_core_backend as nc  # noqa: E402
+
+OPS = ["all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single",
+       "broadcast"]
+# bus bandwidth = algorithm bandwidth * factor (nccl-tests)
+BUS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather_into_tensor": lambda n: (n - 1) / n,
+       "reduce_scatter_tensor": lambda n: (n - 1) / n, "all_to_all_single": lambda n: (n - 1) / n,
+       "broadcast": lambda n: 1.0}
+
+
+def sizes(max_bytes: int) -> list[int]:
+    out, s = [], 8
+    while s <= max_bytes:
+        out.append(s)
+        s *= 4
+    if out[-1] != max_bytes and max_bytes >= 1 << 30:
+        out.append(1 << 30)
+    return out
+
+
+class Case:
+    """Buffers and the call of one (op, size, memory) configuration.  `size`
+    is the larger buffer in bytes, as nccl-tests counts it."""
+
+    def __init__(self, op: str, size: int, world: int, rank: int, alloc, device):
+        self.op, self.world, self.rank = op, world, rank
+        n = max(size // 4, world)
+        n -= n % world
+        self.n = n
+        small = n // world
+        f = torch.float32
+        if op == "all_gather_into_tensor":
+            self.inp, self.out = alloc(small, f, device), alloc(n, f, device)
+        elif op == "reduce_scatter_tensor":
+            self.inp, self.out = alloc(n, f, device), alloc(small, f, device)
+        elif op == "broadcast":
+            self.inp = self.out = alloc(n, f, device)
+        else:
+            self.inp, self.out = alloc(n, f, device), alloc(n, f, device)
+        self.bytes = n * 4
+
+    def call(self, group) -> None:
+        op = self.op
+        if op == "all_reduce":
+            dist.all_reduce(self.inp, group=group)
+        elif op == "all_gather_into_tensor":
+            dist.all_gather_into_tensor(self.out, self.inp, group=group)
+        elif op == "reduce_scatter_tensor":
+            dist.reduce_scatter_tensor(self.out, self.inp, group=group)
+        elif op == "all_to_all_single":
+            dist.all_to_all_single(self.out, self.inp, group=group)
+        else:
+            dist.broadcast(self.inp, 0, group=group)
+
+    def check(self, group) -> bool:
+        """Runs the op once on exact data and compares every output element."""
+        w, r = self.world, self.rank
+        dev = self.inp.device
+        idx = torch.arange(self.inp.numel(), device=dev, dtype=torch.float32) % 1024
+        self.inp.copy_(idx + r)
+        self.call(group)
+        if self.op == "all_reduce":
+            exp = w * (torch.arange(self.n, device=dev, dtype=torch.float32) % 1024) + w * (w - 1) / 2
+            got = self.inp
+        elif self.op == "all_gather_into_tensor":
+            k = self.n // w
+            exp = torch.cat([(torch.arange(k, device=dev, dtype=torch.float32) % 1024) + q for q in range(w)])
+            got = self.out
+        elif self.op == "reduce_scatter_tensor":
+            k = self.n // w
+            base = torch.arange(r * k, (r + 1) * k, device=dev, dtype=torch.float32) % 1024
+            exp, got = w * base + w * (w - 1) / 2, self.out
+        elif self.op == "all_to_all_single":
+            k = self.n // w
+            exp = torch.cat([(torch.arange(r * k, (r + 1) * k, device=dev, dtype=torch.float32) % 1024) + q
+                             for q in range(w)])
+            got = self.out
+        else:
+            exp, got = torch.arange(self.n, device=dev, dtype=torch.float32) % 1024, self.inp
+        return bool(torch.equal(got, exp))
+
+
+def measure(case: Case, group, iters: int) -> dict:
+    for _ in range(3):
+        case.call(group)
+    torch.cuda.synchronize()
+    dist.barrier(group=group)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    t0 = time.perf_counter()
+    start.record()
+    for _ in range(iters):
+        case.call(group)
+    t_host = time.perf_counter()
+    end.record()
+    end.synchronize()
+    t1 = time.perf_counter()
+    gpu = start.elapsed_time(end) / 1e3 / iters
+    return {"time_us": (t1 - t0) / iters * 1e6, "gpu_us": gpu * 1e6,
+            "host_us": (t_host - t0) / iters * 1e6}
+
+
+def graph_replay(group, device, n_ops=100, numel=256, replays=20) -> float:
+    """µs per all_reduce when 100 of them are replayed from a CUDA graph."""
+    x = torch.ones(numel, device=device)
+    s = torch.cuda.Stream(device=device)
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            dist.all_reduce(x, group=group)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(n_ops):
+            dist.all_reduce(x, group=group)
+    g.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        g.replay()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) * 1e3 / (replays * n_ops)
+
+
+def raw_path(comm, device, iters=2000, numel=256) -> dict:
+    x = torch.ones(numel, device=device)
+    for _ in range(10):
+        comm.allreduce(x, x, nc.SUM)
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        comm.allreduce(x, x, nc.SUM)
+    t_host = time.perf_counter()
+    torch.cuda.synchronize()
+    t1 = time.perf_counter()
+    return {"host_us": (t_host - t0) / iters * 1e6, "time_us": (t1 - t0) / iters * 1e6}
+
+
+def write_outputs(out: str, result: dict) -> None:
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, "results.json"), "w") as f:
+        json.dump(result, f, indent=1)
+    lines = [f"world={result['world']} torch={result['torch']} nccl={result['nccl']}", ""]
+    for mem in ("plain", "nccl_mem"):
+        lines += [f"### {mem}", "",
+                  "| op | bytes | core µs | nccl µs | time ratio | core busbw GB/s | nccl busbw GB/s | "
+                  "busbw ratio | core host µs | nccl host µs |",
+                  "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in result["rows"]:
+            if r["memory"] != mem:
+                continue
+            c, n = r["nccl_core"], r["nccl"]
+            lines.append(f"| {r['op']} | {r['bytes']} | {c['time_us']:.1f} | {n['time_us']:.1f} | "
+                         f"{c['time_us'] / n['time_us']:.2f} | {c['busbw']:.1f} | {n['busbw']:.1f} | "
+                         f"{c['busbw'] / max(n['busbw'], 1e-9):.2f} | {c['host_us']:.1f} | {n['host_us']:.1f} |")
+        lines.append("")
+    g = result["graph"]
+    lines += [f"CUDA graph, µs per all_reduce of 1 KiB (100 per graph): nccl_core {g['nccl_core']:.2f}, "
+              f"nccl {g['nccl']:.2f}",
+              f"raw Communicator.allreduce (1 KiB): host {result['raw']['host_us']:.2f} µs/call, "
+              f"wall {result['raw']['time_us']:.2f} µs/call", ""]
+    with open(os.path.join(out, "results.md"), "w") as f:
+        f.write("\n".join(lines))
+    print("\n".join(lines), flush=True)
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed: no plot", flush=True)
+        return
+    fig, axes = plt.subplots(1, len(OPS), figsize=(5 * len(OPS), 4))
+    for ax, op in zip(axes, OPS):
+        for mem, style in (("plain", "-"), ("nccl_mem", "--")):
+            rows = [r for r in result["rows"] if r["op"] == op and r["memory"] == mem]
+            xs = [r["bytes"] for r in rows]
+            for be, color in (("nccl_core", "tab:green"), ("nccl", "tab:gray")):
+                ax.plot(xs, [r[be]["busbw"] for r in rows], style, color=color, label=f"{be} {mem}")
+        ax.set_xscale("log", base=2)
+        ax.set_title(op)
+        ax.set_xlabel("bytes")
+        ax.set_ylabel("bus bandwidth GB/s")
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "busbw.png"), dpi=90)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--out", default="bench/results/latest")
+    p.add_argument("--max-bytes", type=int, default=1 << 30)
+    p.add_argument("--ops", default=",".join(OPS))
+    args = p.parse_args()
+    local = int(os.environ["LOCAL_RANK"])
+    device = torch.device("cuda", local)
+    torch.cuda.set_device(device)
+    # No device_id: torch 2.11 would try to split the nccl group from ours.
+    dist.init_process_group("cpu:gloo,cuda:nccl_core")
+    rank, world = dist.get_rank(), dist.get_world_size()
+    groups = {"nccl_core": dist.group.WORLD, "nccl": dist.new_group(backend="nccl")}
+    allocs = {"plain": lambda n, dt, dev: torch.empty(n, dtype=dt, device=dev),
+              "nccl_mem": lambda n, dt, dev: nc.torch.empty(n, dtype=dt, device=dev)}
+    rows, bad = [], []
+    for op in args.ops.split(","):
+        for size in sizes(args.max_bytes):
+            iters = int(max(5, min(200, 4e9 / size)))
+            for mem, alloc in allocs.items():
+                row = {"op": op, "bytes": size, "memory": mem}
+                for name, group in groups.items():
+                    case = Case(op, size, world, rank, alloc, device)
+                    if not case.check(group):
+                        bad.append(f"{name} {op} {size} {mem}")
+                    m = measure(case, group, iters)
+                    algbw = case.bytes / (m["gpu_us"] * 1e-6) / 1e9
+                    m.update(algbw=algbw, busbw=algbw * BUS[op](world))
+                    row[name] = m
+                    del case
+                rows.append(row)
+            torch.cuda.empty_cache()
+    graph = {name: graph_replay(g, device) for name, g in groups.items()}
+    raw = raw_path(nc.get_communicator(), device)
+    flags = torch.tensor([len(bad)], device=device)
+    dist.all_reduce(flags)
+    if rank == 0:
+        write_outputs(args.out, {"world": world, "torch": torch.__version__,
+                                 "nccl": list(nc.nccl_version()), "rows": rows, "graph": graph,
+                                 "raw": raw, "wrong_results": bad})
+        if flags.item():
+            print(f"WRONG RESULTS on some rank: {bad}", flush=True)
+    dist.barrier()
+    dist.destroy_process_group()
+    if flags.item():
+        raise SystemExit(1)
+
+
+if __name__ == "__main__":
+    main()
