@@ -1,16 +1,19 @@
 """DistributedDataParallel training of a small MLP over nccl_core.
 
     torchrun --nproc-per-node=N examples/ddp_train.py [--steps 300] [--backend nccl]
+        [--comm-hook fp16|bf16] [--losses-out losses.json]
 
 The task is synthetic regression: targets come from a fixed random "teacher"
 network, inputs from a generator seeded per rank, so nothing is downloaded
 and runs are reproducible.  ``--backend nccl`` runs the same job on torch's
-own NCCL backend for comparison.
+own NCCL backend for comparison; ``--losses-out`` writes the per-step mean
+loss so two runs can be compared number by number.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 
@@ -48,6 +51,9 @@ def main() -> None:
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--log-every", type=int, default=50)
+    p.add_argument("--comm-hook", choices=["none", "fp16", "bf16"], default="none",
+                   help="gradient compression hook of torch.distributed.algorithms")
+    p.add_argument("--losses-out", default="", help="write every step's mean loss (JSON)")
     args = p.parse_args()
     if args.steps < 1:
         p.error("--steps must be >= 1")
@@ -64,6 +70,12 @@ def main() -> None:
     torch.manual_seed(args.seed)
     teacher = MLP(d_in, 128, d_out, depth=2).to(device).eval()
     model = DDP(MLP(d_in, args.hidden, d_out).to(device), device_ids=[local_rank])
+    if args.comm_hook != "none":
+        from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
+
+        hook = {"fp16": default_hooks.fp16_compress_hook,
+                "bf16": default_hooks.bf16_compress_hook}[args.comm_hook]
+        model.register_comm_hook(None, hook)
     opt = torch.optim.AdamW(model.parameters(), lr=args.lr)
 
     # Per-rank data stream: every rank sees different samples.
@@ -71,6 +83,7 @@ def main() -> None:
     gen.manual_seed(args.seed * 1000 + rank + 1)
 
     first = last = None
+    losses: list[float] = []
     start = time.perf_counter()
     for step in range(1, args.steps + 1):
         x = torch.randn(args.batch, d_in, device=device, generator=gen)
@@ -81,11 +94,14 @@ def main() -> None:
         loss.backward()  # DDP all-reduces gradient buckets here
         opt.step()
 
-        if step == 1 or step % args.log_every == 0 or step == args.steps:
+        logging = step == 1 or step % args.log_every == 0 or step == args.steps
+        if logging or args.losses_out:
             # Mean loss over ranks, reduced through the same backend.
             avg = loss.detach().clone()
             dist.all_reduce(avg, op=dist.ReduceOp.AVG)
             value = avg.item()
+            losses.append(value)
+        if logging:
             first = value if first is None else first
             last = value
             if rank == 0:
@@ -99,6 +115,10 @@ def main() -> None:
     dist.all_gather(sums, checksum)
     in_sync = all(torch.equal(s, sums[0]) for s in sums)
 
+    if rank == 0 and args.losses_out:
+        with open(args.losses_out, "w") as f:
+            json.dump({"backend": args.backend, "world": world, "losses": losses,
+                       "checksum": checksum.item()}, f)
     if rank == 0:
         print(
             f"backend={dist.get_backend()} world={world} steps={args.steps} "
