@@ -14,14 +14,10 @@ namespace nccl_core::memory {
 namespace {
 
 std::atomic<size_t> g_live{0};
-// Sizes by pointer, so frees can be accounted for.  Both are leaked on
-// purpose: tensors and pools may be freed during static destruction.
-std::mutex& sizes_mutex() {
-  static auto* m = new std::mutex();
-  return *m;
-}
+// Sizes by pointer, so frees can be accounted for.
+std::mutex g_mutex;
 std::unordered_map<void*, size_t>& sizes() {
-  static auto* m = new std::unordered_map<void*, size_t>();
+  static auto* m = new std::unordered_map<void*, size_t>(); // outlives static dtors
   return *m;
 }
 
@@ -33,7 +29,7 @@ void* allocate(size_t bytes, int device) {
   void* ptr = nullptr;
   NCCL_CORE_CHECK(nullptr, ncclMemAlloc(&ptr, n));
   {
-    std::lock_guard<std::mutex> lock(sizes_mutex());
+    std::lock_guard<std::mutex> lock(g_mutex);
     sizes()[ptr] = n;
   }
   g_live += n;
@@ -45,7 +41,7 @@ void release(void* ptr, int device) noexcept {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(sizes_mutex());
+    std::lock_guard<std::mutex> lock(g_mutex);
     auto it = sizes().find(ptr);
     if (it != sizes().end()) {
       g_live -= it->second;
