@@ -11,4 +11,5 @@ from tests.gpu.cases import (  # noqa: F401
     resources,
     memory,
     rma,
+    reliability,
 )

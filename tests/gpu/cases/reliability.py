@@ -1,0 +1,257 @@
+"""Reliability (issue 7): a table of bad inputs, abort from another thread,
+soak runs that must not leak, and two threads on two groups at once."""
+
+from __future__ import annotations
+
+import datetime
+import gc
+import os
+import threading
+import time
+
+import torch
+import torch.distributed as dist
+
+import nccl_core_backend as nc
+from tests.gpu.cases.common import fail, sanity
+from tests.gpu.registry import case
+
+
+def _bad_inputs(ctx, comm, win, closed_buf, red_other, dead_comm):
+    """(name, call, exception type, words the message must contain)."""
+    d, w, r = ctx.device, ctx.world, ctx.rank
+    other = torch.device("cuda", (d.index + 1) % torch.cuda.device_count())
+    x = torch.ones(64, device=d)
+    y = torch.ones(64, device=d)
+    nxt = (r + 1) % w
+    be = dist.group.WORLD._get_backend(d)
+    bopts = dist.BroadcastOptions()
+    bopts.rootRank = w + 1
+    I, V, T, R = nc.NcclInvalid, ValueError, TypeError, RuntimeError  # noqa: E741
+    return [
+        # torch.distributed on the nccl_core group
+        ("dist cpu tensor on cuda-only group", lambda: be.allreduce([torch.ones(4)]), V, "CUDA"),
+        ("dist tensor on another GPU", lambda: dist.all_reduce(torch.ones(4, device=other)), V, "cuda:"),
+        ("dist int16", lambda: dist.all_reduce(x.short()), T, "int16"),
+        ("dist uint16", lambda: dist.all_reduce(torch.ones(4, dtype=torch.uint16, device=d)), T, "uint16"),
+        ("dist BAND", lambda: dist.all_reduce(x.int(), op=dist.ReduceOp.BAND), V, "bitwise"),
+        ("dist PREMUL_SUM int", lambda: dist.all_reduce(x.int(), op=dist._make_nccl_premul_sum(2.0)), V, "PREMUL"),
+        ("dist AVG bool", lambda: dist.all_reduce(x.bool(), op=dist.ReduceOp.AVG), V, "bool"),
+        ("dist MAX complex", lambda: dist.all_reduce(x.cfloat(), op=dist.ReduceOp.MAX), V, "complex"),
+        ("dist non-contiguous", lambda: dist.all_reduce(torch.ones(8, 8, device=d).t()), V, "contiguous"),
+        ("dist all_gather size", lambda: dist.all_gather_into_tensor(torch.empty(w * 64 + 1, device=d), x), V, "elements"),
+        ("dist all_gather dtype", lambda: dist.all_gather_into_tensor(torch.empty(w * 64, device=d).half(), x), T, "dtype"),
+        ("dist reduce_scatter size", lambda: dist.reduce_scatter_tensor(torch.empty(3, device=d), x), V, "elements"),
+        ("dist all_to_all splits", lambda: dist.all_to_all_single(torch.empty(64, device=d), x,
+                                                                   [1] * w, [64] + [0] * (w - 1)), V, "split"),
+        ("dist send to out-of-range peer", lambda: be.send([x], w + 2, 0), V, "peer"),
+        ("dist broadcast root out of range", lambda: be.broadcast([x], bopts), V, "root"),
+        ("dist recv any source", lambda: dist.recv(x), V, "any source"),
+        # raw operations
+        ("raw cpu tensor", lambda: comm.allreduce(torch.ones(4), torch.ones(4), nc.SUM), I, "CUDA"),
+        ("raw other GPU", lambda: comm.allreduce(torch.ones(4, device=other), y, nc.SUM), I, "device"),
+        ("raw dtype mismatch", lambda: comm.allreduce(x, y.double(), nc.SUM), I, "Dtype"),
+        ("raw recv too small", lambda: comm.allreduce(x, y[:10], nc.SUM), I, "count"),
+        ("raw strided view", lambda: comm.allreduce(torch.ones(64, 2, device=d)[:, 0], y, nc.SUM), I, "contiguous"),
+        ("raw int16", lambda: comm.allreduce(x.short(), y.short(), nc.SUM), I, "int16"),
+        ("raw op 17", lambda: comm.allreduce(x, y, 17), I, "operator"),
+        ("raw root out of range", lambda: comm.broadcast(x, y, w), I, "root"),
+        ("raw peer out of range", lambda: comm.recv(y, -3), I, "peer"),
+        ("raw reduce_scatter split", lambda: comm.reduce_scatter(torch.ones(w + 1, device=d), y, nc.SUM), I, "block"),
+        ("raw not a buffer", lambda: comm.send("abc", nxt), I, "DLPack"),
+        ("raw bool stream", lambda: comm.allreduce(x, y, nc.SUM, stream=False), T, "bool"),
+        ("raw foreign CustomRedOp", lambda: comm.allreduce(x, y, red_other), I, "another communicator"),
+        # resources
+        ("closed buffer handle", lambda: closed_buf.handle, I, "closed"),
+        ("window on cudaMalloc memory", lambda: comm.register_window(torch.empty(1024, device=d)), I, "VMM"),
+        ("window bad flags", lambda: comm.register_window(nc.torch.empty(1024, device=d), 16), I, "WindowFlag"),
+        ("lsa pointer out of range", lambda: win.get_lsa_device_pointer(win.lsa_size + 1), I, "lsa_rank"),
+        ("peer pointer offset out of window", lambda: win.get_peer_device_pointer(0, win.size), I, "outside"),
+        ("pre_mul_sum two elements", lambda: comm.create_pre_mul_sum(torch.ones(2, device=d)), I, "1 element"),
+        ("pre_mul_sum int16", lambda: comm.create_pre_mul_sum(1.0, torch.int16), I, "int16"),
+        ("mem stat selector", lambda: comm.get_mem_stat(9), I, "NcclCommMemStat"),
+        # one-sided
+        ("put_signal signal_index", lambda: comm.put_signal(x, nxt, win, signal_index=1), I, "signal_index"),
+        ("put_signal flags", lambda: comm.put_signal(x, nxt, win, flags=2), I, "flags"),
+        ("put_signal past the window", lambda: comm.put_signal(x, nxt, win, win.size // 4), I, "fit"),
+        ("put_signal peer", lambda: comm.put_signal(x, w, win), I, "peer"),
+        ("put_signal other GPU", lambda: comm.put_signal(torch.ones(4, device=other), nxt, win), I, "device"),
+        ("signal context", lambda: comm.signal(nxt, context=1), I, "context"),
+        ("WaitSignalDesc op_count 0", lambda: nc.WaitSignalDesc(0, op_count=0), I, "op_count"),
+        ("WaitSignalDesc negative peer", lambda: nc.WaitSignalDesc(-2), I, "peer"),
+        ("wait_signal peer out of range", lambda: comm.wait_signal(nc.WaitSignalDesc(w + 5)), I, "peer"),
+        ("wait_signal not descriptors", lambda: comm.wait_signal(3), I, "WaitSignalDesc"),
+        # NCCL memory
+        ("empty bad morder", lambda: nc.torch.empty(4, morder="Z"), I, "morder"),
+        ("empty on cpu", lambda: nc.torch.empty(4, device="cpu"), I, "CUDA"),
+        ("resolve_tensor cpu", lambda: nc.torch.resolve_tensor(torch.ones(2)), I, "CUDA"),
+        # after destroy
+        ("raw op after destroy", lambda: dead_comm.allreduce(x, y, nc.SUM), I, "destroyed"),
+        ("register after destroy", lambda: dead_comm.register_buffer(x), I, "destroyed"),
+        ("async error after destroy", lambda: dead_comm.get_async_error(), I, "destroyed"),
+    ]
+
+
+@case()
+def bad_input_table(ctx):
+    comm = nc.get_communicator()
+    win = comm.register_window(nc.torch.empty(4096, device=ctx.device))
+    closed = comm.register_buffer(torch.empty(64, device=ctx.device))
+    closed.close()
+    g = dist.new_group(list(range(ctx.world)))
+    sanity(ctx, g)
+    other_comm = nc.get_communicator(g)
+    red_other = other_comm.create_pre_mul_sum(0.5, torch.float32)
+    g2 = dist.new_group(list(range(ctx.world)))
+    sanity(ctx, g2)
+    torch.cuda.synchronize()
+    dead = nc.get_communicator(g2)
+    dead.destroy()
+    table = _bad_inputs(ctx, comm, win, closed, red_other, dead)
+    if len(table) < 40:
+        fail(f"only {len(table)} bad-input cases")
+    be = dist.group.WORLD._get_backend(ctx.device)
+    torch.cuda.synchronize()
+    time.sleep(0.3)  # let the watchdog retire finished work
+    pending = be._pending_works()
+    for name, fn, exc, words in table:
+        try:
+            fn()
+        except exc as e:
+            if words.lower() not in str(e).lower():
+                fail(f"{name}: message does not mention {words!r}: {e}")
+        except Exception as e:  # noqa: BLE001 - the wrong type is a failure
+            fail(f"{name}: expected {exc.__name__}, got {type(e).__name__}: {e}")
+        else:
+            fail(f"{name}: nothing raised")
+        # Nothing was enqueued: a launched op would be pending until the
+        # watchdog retires it (the arguments' own kernels are not ops).
+        if be._pending_works() != pending:
+            fail(f"{name}: an operation was enqueued")
+            torch.cuda.synchronize()
+            time.sleep(0.3)
+            pending = be._pending_works()
+    dist.barrier()
+    win.close()
+    red_other.close()
+    dist.destroy_process_group(g)
+    dist.destroy_process_group(g2)
+    sanity(ctx)
+
+
+@case()
+def abort_from_another_thread_unblocks_wait(ctx):
+    opts = nc.Options(timeout=datetime.timedelta(seconds=120))
+    opts.blocking_wait = True  # wait() blocks the host: the "stuck" call
+    g = dist.new_group(backend="nccl_core", pg_options=opts)
+    sanity(ctx, g)
+    if ctx.rank == 0:  # the other ranks never join this all_reduce
+        t = torch.ones(1 << 20, device=ctx.device)
+        work = dist.all_reduce(t, group=g, async_op=True)
+        backend = g._get_backend(ctx.device)
+        killer = threading.Timer(1.5, backend.abort)
+        t0 = time.time()
+        killer.start()
+        try:
+            work.wait()
+            fail("wait() returned normally after abort()")
+        except dist.DistBackendError as e:
+            if "abort" not in str(e):
+                fail(f"abort error does not say so: {e}")
+        except Exception as e:  # noqa: BLE001
+            fail(f"wait() raised {type(e).__name__}: {e}")
+        killer.join()
+        if time.time() - t0 > 12:
+            fail(f"wait() took {time.time() - t0:.1f}s to return after abort")
+    dist.barrier()
+    if ctx.rank != 0:
+        g._get_backend(ctx.device).abort()
+    sanity(ctx)
+
+
+def _rss() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@case(mode="eager")
+def soak_no_leaks(ctx):
+    comm = nc.get_communicator()
+    buf = torch.empty(1 << 16, device=ctx.device)
+    nbuf = nc.torch.empty(1 << 16, device=ctx.device)
+
+    def churn(warm: bool):
+        n = 1 if warm else 100
+        for _ in range(100 * n):
+            comm.register_buffer(buf).close()
+        for _ in range(10 * n):
+            win = comm.register_window(nbuf)
+            win.close()
+        for _ in range(100 * n):
+            nc.torch.empty(4096, device=ctx.device)
+        for _ in range(2 * n):
+            g = dist.new_group(list(range(ctx.world)))
+            t = torch.ones(4, device=ctx.device)
+            dist.all_reduce(t, group=g)
+            dist.destroy_process_group(g)
+        gc.collect()
+        torch.cuda.synchronize()
+
+    churn(warm=True)  # first-use allocations and caches
+    dist.barrier()
+    free0, rss0, fds0 = torch.cuda.mem_get_info(ctx.device)[0], _rss(), _fds()
+    live0 = nc._C._mem_live_bytes()
+    t0 = time.time()
+    churn(warm=False)  # 10,000 buffers, 1,000 windows, 10,000 empty(), 200 groups
+    dist.barrier()
+    free1, rss1, fds1 = torch.cuda.mem_get_info(ctx.device)[0], _rss(), _fds()
+    if nc._C._mem_live_bytes() > live0:
+        fail(f"NCCL memory grew by {nc._C._mem_live_bytes() - live0} bytes")
+    if free1 < free0 - (64 << 20):
+        fail(f"device memory dropped by {(free0 - free1) >> 20} MiB")
+    if rss1 > rss0 + (128 << 20):
+        fail(f"host RSS grew by {(rss1 - rss0) >> 20} MiB")
+    if fds1 > fds0 + 8:
+        fail(f"open file descriptors grew from {fds0} to {fds1}")
+    if ctx.rank == 0:
+        print(f"[soak] world={ctx.world} {time.time() - t0:.1f}s: device free {free0 >> 20} -> {free1 >> 20} MiB, "
+              f"RSS {rss0 >> 20} -> {rss1 >> 20} MiB, fds {fds0} -> {fds1}", flush=True)
+    sanity(ctx)
+
+
+@case()
+def two_threads_two_groups(ctx):
+    groups = [dist.new_group(list(range(ctx.world))) for _ in range(2)]
+    for g in groups:
+        sanity(ctx, g)
+    errors: list[str] = []
+
+    def worker(k: int):
+        try:
+            s = torch.cuda.Stream(device=ctx.device)
+            torch.cuda.set_device(ctx.device)
+            with torch.cuda.stream(s):
+                for i in range(200):
+                    t = torch.full((1024,), float(ctx.rank + k + i), device=ctx.device)
+                    dist.all_reduce(t, group=groups[k])
+                    exp = float(sum(r + k + i for r in range(ctx.world)))
+                    if i % 50 == 0 and not torch.all(t == exp):
+                        errors.append(f"thread {k} op {i}: {t[0].item()} != {exp}")
+                s.synchronize()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(f"thread {k}: {type(e).__name__}: {e}")
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join(timeout=120)
+    for e in errors:
+        fail(e)
+    for g in groups:
+        dist.destroy_process_group(g)
+    sanity(ctx)
