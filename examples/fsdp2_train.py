@@ -64,7 +64,8 @@ class TinyLM(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         n = tokens.shape[1]
-        mask = torch.triu(torch.full((n, n), float("-inf"), device=tokens.device), diagonal=1)
+        # True = may not attend (a boolean mask works for any compute dtype)
+        mask = torch.triu(torch.ones(n, n, dtype=torch.bool, device=tokens.device), diagonal=1)
         x = self.embed(tokens) + self.pos[:n]
         for b in self.blocks:
             x = b(x, mask)
