@@ -191,6 +191,35 @@ c10::intrusive_ptr<c10d::Backend> Backend::split(
   return backend;
 }
 
+c10::intrusive_ptr<c10d::Backend> Backend::shrink(
+    const std::vector<int64_t>& ranks_to_exclude, int shrink_flags,
+    const c10::intrusive_ptr<c10d::Backend::Options>& opts_override) {
+  NCCL_CORE_CHECK_VALUE(comm_ != nullptr,
+                        "nccl_core shrink: the group has no communicator yet (run a collective "
+                        "or pass device_id to init_process_group first)");
+  std::vector<int> exclude;
+  int below = 0;
+  for (int64_t r : ranks_to_exclude) {
+    NCCL_CORE_CHECK_VALUE(r >= 0 && r < size_, "nccl_core shrink: rank ", r,
+                          " is outside the group of ", size_);
+    NCCL_CORE_CHECK_VALUE(r != rank_, "nccl_core shrink: an excluded rank (", r,
+                          ") must not take part in the shrink");
+    exclude.push_back(static_cast<int>(r));
+    below += r < rank_ ? 1 : 0;
+  }
+  auto given = c10::dynamic_intrusive_pointer_cast<GroupOptions>(opts_override);
+  auto child_opts = c10::make_intrusive<GroupOptions>(given ? *given : *options_);
+  // The parent may have failed (a rank died): shrinking is how to recover,
+  // so its error state is not checked here; NCCL decides.
+  auto child = surface_errors([&] {
+    return comm_->shrink(exclude, shrink_flags, child_opts->config, child_opts->timeout);
+  });
+  auto backend = c10::make_intrusive<Backend>(
+      store_, rank_ - below, size_ - static_cast<int>(exclude.size()), child_opts);
+  backend->adopt(std::move(child), *device_);
+  return backend;
+}
+
 uint64_t Backend::getSequenceNumberForGroup() {
   return seq_.load();
 }

@@ -35,6 +35,12 @@ class Backend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Backend::Options> getBackendOptions() override;
   bool supportsSplitting() const override { return true; }
   bool supportsCoalescing() const override { return true; }
+  bool supportsShrinking() const override { return true; }
+  // dist.shrink_group: a backend over the ranks not excluded, through
+  // ncclCommShrink (flags: NCCL_SHRINK_DEFAULT / NCCL_SHRINK_ABORT).
+  c10::intrusive_ptr<c10d::Backend> shrink(
+      const std::vector<int64_t>& ranks_to_exclude, int shrink_flags,
+      const c10::intrusive_ptr<c10d::Backend::Options>& opts_override) override;
   void setTimeout(std::chrono::milliseconds timeout) override;
   void eagerConnectSingleDevice(at::Device device) override;
   c10::intrusive_ptr<c10d::Backend> split(

@@ -14,10 +14,14 @@ namespace nccl_core::memory {
 namespace {
 
 std::atomic<size_t> g_live{0};
-// Sizes by pointer, so frees can be accounted for.
-std::mutex g_mutex;
+// Sizes by pointer, so frees can be accounted for.  Both are leaked on
+// purpose: tensors and pools may be freed during static destruction.
+std::mutex& sizes_mutex() {
+  static auto* m = new std::mutex();
+  return *m;
+}
 std::unordered_map<void*, size_t>& sizes() {
-  static auto* m = new std::unordered_map<void*, size_t>(); // outlives static dtors
+  static auto* m = new std::unordered_map<void*, size_t>();
   return *m;
 }
 
@@ -29,7 +33,7 @@ void* allocate(size_t bytes, int device) {
   void* ptr = nullptr;
   NCCL_CORE_CHECK(nullptr, ncclMemAlloc(&ptr, n));
   {
-    std::lock_guard<std::mutex> lock(g_mutex);
+    std::lock_guard<std::mutex> lock(sizes_mutex());
     sizes()[ptr] = n;
   }
   g_live += n;
@@ -41,7 +45,7 @@ void release(void* ptr, int device) noexcept {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(g_mutex);
+    std::lock_guard<std::mutex> lock(sizes_mutex());
     auto it = sizes().find(ptr);
     if (it != sizes().end()) {
       g_live -= it->second;

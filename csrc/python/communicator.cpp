@@ -4,6 +4,7 @@
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include "backend/options.h"
 #include "comm/communicator.h"
 #include "comm/operations.h"
 #include "comm/resources.h"
@@ -92,6 +93,39 @@ void bind_communicator(py::module_& m) {
            "Releases resources, then ncclCommDestroy.")
       .def("abort", &Communicator::abort, py::call_guard<py::gil_scoped_release>(),
            "ncclCommAbort; resources are released with it.")
+      .def(
+          "shrink",
+          [](const CommPtr& c, py::handle exclude_ranks, py::handle config, py::handle flag) {
+            std::vector<int> exclude;
+            if (!exclude_ranks.is_none()) {
+              for (py::handle r : exclude_ranks) {
+                long long v = as_int(r, "exclude_ranks");
+                NCCL_CORE_REQUIRE(v >= 0 && v < c->nranks(), "exclude_ranks: rank ", v,
+                                  " is outside the communicator of ", c->nranks(), " ranks");
+                NCCL_CORE_REQUIRE(v != c->rank(), "exclude_ranks contains this rank (", v,
+                                  "); excluded ranks must not call shrink");
+                exclude.push_back(static_cast<int>(v));
+              }
+            }
+            long long f = flag.is_none() ? 0 : as_int(flag, "flag");
+            NCCL_CORE_REQUIRE(f == 0 || f == 1, "Invalid CommShrinkFlag: ", f);
+            CommConfig cfg;
+            auto timeout = c->timeout();
+            if (!config.is_none()) {
+              NCCL_CORE_REQUIRE(py::isinstance<GroupOptions>(config),
+                                "config must be a nccl_core_backend.Options");
+              const auto& o = config.cast<const GroupOptions&>();
+              cfg = o.config;
+              timeout = o.timeout;
+            }
+            py::gil_scoped_release release;
+            return c->shrink(exclude, static_cast<int>(f), cfg, timeout);
+          },
+          arg("exclude_ranks") = py::none(), arg("config") = py::none(),
+          arg("flag") = 0,
+          "ncclCommShrink: a new communicator without exclude_ranks (collective over the "
+          "remaining ranks).  The new communicator belongs to the caller: finalize() or "
+          "destroy() it; it is aborted when garbage-collected.")
       .def("_resource_count", &Communicator::resource_count)
 
       // --- raw operations --------------------------------------------------

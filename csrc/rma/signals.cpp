@@ -45,7 +45,7 @@ bool native() {
 }
 
 void prepare(const std::shared_ptr<Communicator>& comm) {
-  if (native() || comm->attachment(kAreaKey) != nullptr) {
+  if (comm->attachment(kAreaKey) != nullptr) {
     return;
   }
   if (auto area = SignalArea::create(comm)) {
@@ -79,6 +79,11 @@ std::shared_ptr<SignalArea> SignalArea::create(const std::shared_ptr<Communicato
   }
   return std::shared_ptr<SignalArea>(
       new SignalArea(comm, std::move(window), std::move(counters), std::move(tickets)));
+}
+
+bool SignalArea::reachable(int peer) const {
+  ensure_valid();
+  return window_->peer_pointer(peer, 0).has_value();
 }
 
 unsigned long long* SignalArea::remote_counter(int peer) const {
@@ -127,17 +132,19 @@ void put_signal(Communicator& comm, const ops::Buffer& src, int peer, const Wind
   NCCL_CORE_REQUIRE(offset <= window.size() && bytes <= window.size() - offset,
                     "put_signal of ", bytes, " bytes at byte offset ", offset,
                     " does not fit the window of ", window.size(), " bytes");
-  if (native()) {
+  auto area = area_of(comm);
+  auto dst = window.peer_pointer(peer, 0);
+  if (!dst) {
+    // Not load/store reachable: NCCL's own put (2.29.2+), which requires the
+    // source to lie in a registered window as well.
+    if (!native()) {
+      unreachable_peer(peer, "put_signal");
+    }
     auto fn = api::require<newer::PutSignalFn>("ncclPutSignal", "put_signal",
                                                newer::kSignalsVersion);
     comm.call(fn(src.ptr, src.count, src.type, peer, win, offset, 0, 0, 0u, comm.get(), stream),
               "ncclPutSignal");
     return;
-  }
-  auto area = area_of(comm);
-  auto dst = window.peer_pointer(peer, 0);
-  if (!dst) {
-    unreachable_peer(peer, "put_signal");
   }
   unsigned long long* counter = area->remote_counter(peer);
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(comm.device()));
@@ -147,12 +154,15 @@ void put_signal(Communicator& comm, const ops::Buffer& src, int peer, const Wind
 
 void signal(Communicator& comm, int peer, cudaStream_t stream) {
   check_peer(comm, peer);
-  if (native()) {
+  auto area = area_of(comm);
+  if (!area->reachable(peer)) {
+    if (!native()) {
+      unreachable_peer(peer, "signal");
+    }
     auto fn = api::require<newer::SignalFn>("ncclSignal", "signal", newer::kSignalsVersion);
     comm.call(fn(peer, 0, 0, 0u, comm.get(), stream), "ncclSignal");
     return;
   }
-  auto area = area_of(comm);
   unsigned long long* counter = area->remote_counter(peer);
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(comm.device()));
   launch_signal(counter, stream);
@@ -166,25 +176,33 @@ void wait_signal(Communicator& comm, const std::vector<WaitDesc>& descs, cudaStr
   if (descs.empty()) {
     return;
   }
-  if (native()) {
+  // Each peer's signals always travel one way: through the signal area for
+  // load/store peers, through NCCL (2.29.2+) for the others.
+  auto area = area_of(comm);
+  std::vector<WaitDesc> local;
+  std::vector<newer::WaitSignalDesc> remote;
+  for (const auto& d : descs) {
+    if (area->reachable(d.peer)) {
+      local.push_back(d);
+    } else if (native()) {
+      remote.push_back(newer::WaitSignalDesc{d.op_count, d.peer, 0, 0});
+    } else {
+      unreachable_peer(d.peer, "wait_signal");
+    }
+  }
+  if (!remote.empty()) {
     auto fn = api::require<newer::WaitSignalFn>("ncclWaitSignal", "wait_signal",
                                                 newer::kSignalsVersion);
-    std::vector<newer::WaitSignalDesc> c;
-    c.reserve(descs.size());
-    for (const auto& d : descs) {
-      c.push_back(newer::WaitSignalDesc{d.op_count, d.peer, 0, 0});
-    }
-    comm.call(fn(static_cast<int>(c.size()), c.data(), comm.get(), stream), "ncclWaitSignal");
-    return;
+    comm.call(fn(static_cast<int>(remote.size()), remote.data(), comm.get(), stream),
+              "ncclWaitSignal");
   }
-  auto area = area_of(comm);
   const unsigned long long* counters = area->local_counters();
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(comm.device()));
   WaitList list{};
-  for (size_t i = 0; i < descs.size(); ++i) {
-    list.slot[list.count] = descs[i].peer;
-    list.target[list.count] = area->advance(descs[i].peer, descs[i].op_count);
-    if (++list.count == kMaxWaitsPerLaunch || i + 1 == descs.size()) {
+  for (size_t i = 0; i < local.size(); ++i) {
+    list.slot[list.count] = local[i].peer;
+    list.target[list.count] = area->advance(local[i].peer, local[i].op_count);
+    if (++list.count == kMaxWaitsPerLaunch || i + 1 == local.size()) {
       launch_wait(counters, list, stream);
       list.count = 0;
     }

@@ -1,11 +1,14 @@
 // One-sided operations of a Communicator: put_signal, signal, wait_signal.
 //
-// Where the loaded NCCL has ncclPutSignal / ncclSignal / ncclWaitSignal
-// (2.29.2+) they are called directly.  On NCCL 2.28 the same semantics come
-// from the extension's kernels (kernels.cu) over NVLink: data goes straight
-// into the peer's window through its LSA pointer, and each rank keeps a
-// symmetric "signal area" of one counter per sending rank, which senders
-// increment (release) and waiters poll (acquire).  The signal area is a
+// Peers that are load/store reachable (NVLink, the LSA team) are served by
+// the extension's kernels (kernels.cu) on every NCCL: data goes straight into
+// the peer's window through its LSA pointer, and each rank keeps a symmetric
+// "signal area" of one counter per sending rank, which senders increment
+// (release) and waiters poll (acquire).  Other peers go through NCCL's own
+// ncclPutSignal / ncclSignal / ncclWaitSignal where the loaded NCCL has them
+// (2.29.2+; NCCL then also requires the source to lie in a registered
+// window), and raise NcclUnsupported naming 2.29 otherwise.  A peer's signals
+// always travel one of the two ways, so waits match.  The signal area is a
 // resource of the communicator, created collectively with its first window.
 #pragma once
 
@@ -27,11 +30,12 @@ struct WaitDesc {
   int op_count;
 };
 
-// True when the loaded NCCL brings its own one-sided API.
+// True when the loaded NCCL brings its own one-sided API (used for peers
+// outside the LSA team).
 bool native();
 
 // Collective part: every rank calls it while registering a window.  Creates
-// the signal area on NCCL 2.28 if the communicator has none; no-op otherwise.
+// the signal area if the communicator has none yet.
 void prepare(const std::shared_ptr<Communicator>& comm);
 
 // `offset` in bytes.  Checks everything before enqueueing (NcclInvalid).
@@ -45,6 +49,8 @@ class SignalArea final : public Resource {
  public:
   // Collective; nullptr where NCCL cannot register windows.
   static std::shared_ptr<SignalArea> create(const std::shared_ptr<Communicator>& comm);
+  // Whether `peer` is load/store reachable (its signals go through this area).
+  bool reachable(int peer) const;
   // Address of `peer`'s counter for signals from this rank.
   unsigned long long* remote_counter(int peer) const;
   const unsigned long long* local_counters() const;

@@ -216,8 +216,8 @@ def communicator_lifecycle(ctx):
         torch.cuda.synchronize()
         comm = nc.get_communicator(g)
         res = _with_resources(comm, ctx)
-        # 3, plus the signal area (and its window) on NCCL 2.28
-        if comm._resource_count() != (3 if nc._C._rma_native() else 5):
+        # 3, plus the one-sided signal area and its window
+        if comm._resource_count() != 5:
             fail(f"{how}: {comm._resource_count()} tracked resources")
         if how == "close_all":
             comm.close_all_resources()
