@@ -258,6 +258,11 @@ c10d::ErrorType Backend::getError() {
 }
 
 void Backend::abort() {
+  // Pending works must fail, not complete: the aborted kernels exit, and a
+  // waiter polling their end events would otherwise see success.
+  if (watchdog_) {
+    watchdog_->fail_all("nccl_core: process group aborted");
+  }
   if (comm_) {
     comm_->abort();
   }

@@ -33,11 +33,13 @@ class Watchdog {
   size_t pending() const;
   // Stops the thread; pending work is dropped (the comm is gone).
   void stop();
+  // Records `msg` as the backend's error, fails every pending work with it
+  // and aborts their communicators (timeouts, async errors, abort()).
+  void fail_all(const std::string& msg);
 
  private:
   void run();
   void sweep();
-  void fail_all(const std::string& msg);
 
   struct Entry {
     c10::intrusive_ptr<Work> work;
