@@ -8,6 +8,11 @@ variable                      torch equivalent        effect
 NCCL_CORE_BLOCKING_WAIT       TORCH_NCCL_BLOCKING_WAIT wait() blocks the CPU
 NCCL_CORE_HIGH_PRIORITY       TORCH_NCCL_HIGH_PRIORITY high-priority stream
 NCCL_CORE_WATCHDOG_MS         -                       watchdog period (ms)
+NCCL_CORE_ERROR_HANDLING      TORCH_NCCL_ASYNC_ERROR_HANDLING
+                              "abort" (default; torch's 1, 2): a timeout or NCCL
+                              error aborts the communicator; "fail" (torch's 0,
+                              3): pending work fails, the communicator is kept
+                              for dist.shrink_group(..., SHRINK_ABORT)
 ============================  ======================  =========================
 """
 
@@ -46,6 +51,21 @@ def _positive_int(env: Mapping[str, str], name: str) -> int | None:
     return value
 
 
+def _error_handling(env: Mapping[str, str]) -> str | None:
+    value = env.get("NCCL_CORE_ERROR_HANDLING")
+    if value is not None:
+        if value.strip().lower() not in ("abort", "fail"):
+            raise ValueError(f"NCCL_CORE_ERROR_HANDLING must be 'abort' or 'fail', got {value!r}")
+        return value.strip().lower()
+    torch_value = env.get("TORCH_NCCL_ASYNC_ERROR_HANDLING")
+    if torch_value is None:
+        return None
+    mapping = {"0": "fail", "1": "abort", "2": "abort", "3": "fail"}
+    if torch_value.strip() not in mapping:
+        raise ValueError(f"TORCH_NCCL_ASYNC_ERROR_HANDLING must be 0-3, got {torch_value!r}")
+    return mapping[torch_value.strip()]
+
+
 def env_settings(env: Mapping[str, str] | None = None) -> dict:
     """Settings from the environment: only the variables that are set."""
     env = os.environ if env is None else env
@@ -56,6 +76,9 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
     high = _flag(env, ("NCCL_CORE_HIGH_PRIORITY", "TORCH_NCCL_HIGH_PRIORITY"))
     if high is not None:
         out["is_high_priority_stream"] = high
+    handling = _error_handling(env)
+    if handling is not None:
+        out["abort_on_error"] = handling == "abort"
     period = _positive_int(env, "NCCL_CORE_WATCHDOG_MS")
     if period is not None:
         out["watchdog_interval"] = timedelta(milliseconds=period)

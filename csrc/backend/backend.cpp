@@ -122,7 +122,7 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
                                         device.index());
   ready_event_ = std::make_unique<at::cuda::CUDAEvent>(cudaEventDisableTiming);
   watchdog_ = std::make_unique<Watchdog>(
-      options_->watchdog_interval,
+      options_->watchdog_interval, options_->abort_on_error,
       [this](const std::string& msg) { record_error(msg); });
   device_ = device;
   comm_ = std::move(comm);
@@ -261,7 +261,7 @@ void Backend::abort() {
   // Pending works must fail, not complete: the aborted kernels exit, and a
   // waiter polling their end events would otherwise see success.
   if (watchdog_) {
-    watchdog_->fail_all("nccl_core: process group aborted");
+    watchdog_->fail_all("nccl_core: process group aborted", true);
   }
   if (comm_) {
     comm_->abort();

@@ -40,6 +40,7 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       work = c10::make_intrusive<Work>(rank_, type, seq, device, comm,
                                        timeout_of(timeout),
                                        options_->blocking_wait);
+      work->abort_on_timeout = options_->abort_on_error;
     }
     work->captured = work->captured || capturing;
     ready_event_->record(current);

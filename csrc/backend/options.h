@@ -23,6 +23,10 @@ struct GroupOptions : c10d::Backend::Options {
   bool blocking_wait = false;
   // Period of the watchdog that retires work and detects timeouts.
   std::chrono::milliseconds watchdog_interval{100};
+  // On a timeout or NCCL async error: abort the communicator (true), or only
+  // fail the pending works and keep the communicator, so the survivors of a
+  // dead rank can dist.shrink_group(..., SHRINK_ABORT) and go on.
+  bool abort_on_error = true;
   CommConfig config;
 };
 

@@ -9,9 +9,9 @@
 
 namespace nccl_core {
 
-Watchdog::Watchdog(std::chrono::milliseconds interval,
+Watchdog::Watchdog(std::chrono::milliseconds interval, bool abort_on_error,
                    std::function<void(const std::string&)> on_error)
-    : interval_(interval), on_error_(std::move(on_error)) {
+    : interval_(interval), abort_on_error_(abort_on_error), on_error_(std::move(on_error)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -53,7 +53,7 @@ void Watchdog::run() {
     try {
       sweep();
     } catch (const std::exception& e) {
-      fail_all(std::string("nccl_core watchdog: ") + e.what());
+      fail_all(std::string("nccl_core watchdog: ") + e.what(), abort_on_error_);
     }
     lock.lock();
   }
@@ -75,20 +75,23 @@ void Watchdog::sweep() {
       done.push_back(e.work.get());
       continue;
     }
+    const char* outcome = abort_on_error_
+                              ? "; communicator aborted"
+                              : "; communicator kept for recovery (shrink_group with SHRINK_ABORT)";
     if (e.work->expired(now)) {
       fail_all("nccl_core: " + c10d::opTypeToString(e.work->retrieveOpType()) +
-               " (seq " + std::to_string(e.work->getSequencenumber()) +
-               ") timed out after " +
-               std::to_string(e.work->getTimeout().count()) +
-               " ms; communicator aborted");
+                   " (seq " + std::to_string(e.work->getSequencenumber()) +
+                   ") timed out after " + std::to_string(e.work->getTimeout().count()) +
+                   " ms" + outcome,
+               abort_on_error_);
       return;
     }
     if (e.comm && e.comm->is_live()) {
       ncclResult_t err = e.comm->async_error();
       if (err != ncclSuccess && err != ncclInProgress) {
-        fail_all("nccl_core: NCCL async error: " +
-                 std::string(ncclGetErrorString(err)) + " (" +
-                 e.comm->last_error() + "); communicator aborted");
+        fail_all("nccl_core: NCCL async error: " + std::string(ncclGetErrorString(err)) + " (" +
+                     e.comm->last_error() + ")" + outcome,
+                 abort_on_error_);
         return;
       }
     }
@@ -106,7 +109,7 @@ void Watchdog::sweep() {
       entries_.end());
 }
 
-void Watchdog::fail_all(const std::string& msg) {
+void Watchdog::fail_all(const std::string& msg, bool abort) {
   std::vector<Entry> failed;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -120,6 +123,9 @@ void Watchdog::fail_all(const std::string& msg) {
   auto err = dist_backend_error(msg);
   for (auto& e : failed) {
     e.work->set_error(err);
+  }
+  if (!abort) {
+    return;
   }
   for (auto& e : failed) {
     if (e.comm) {

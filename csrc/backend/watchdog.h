@@ -24,7 +24,7 @@ class Watchdog {
  public:
   // `on_error(msg)` runs on the watchdog thread after the communicator has
   // been aborted (the backend records the error for later calls).
-  Watchdog(std::chrono::milliseconds interval,
+  Watchdog(std::chrono::milliseconds interval, bool abort_on_error,
            std::function<void(const std::string&)> on_error);
   ~Watchdog();
 
@@ -34,8 +34,8 @@ class Watchdog {
   // Stops the thread; pending work is dropped (the comm is gone).
   void stop();
   // Records `msg` as the backend's error, fails every pending work with it
-  // and aborts their communicators (timeouts, async errors, abort()).
-  void fail_all(const std::string& msg);
+  // and, if `abort`, aborts their communicators.
+  void fail_all(const std::string& msg, bool abort);
 
  private:
   void run();
@@ -47,6 +47,7 @@ class Watchdog {
   };
 
   const std::chrono::milliseconds interval_;
+  const bool abort_on_error_;
   std::function<void(const std::string&)> on_error_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;

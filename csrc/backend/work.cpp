@@ -132,9 +132,10 @@ void Work::wait_on_host(std::chrono::milliseconds timeout) {
       auto err = dist_backend_error(
           "nccl_core: " + c10d::opTypeToString(opType_) + " (seq " +
           std::to_string(seq_) + ") timed out after " +
-          std::to_string(timeout.count()) + " ms; communicator aborted");
+          std::to_string(timeout.count()) + " ms" +
+          (abort_on_timeout ? "; communicator aborted" : ""));
       set_error(err);
-      if (comm_) {
+      if (comm_ && abort_on_timeout) {
         comm_->abort();
       }
       std::rethrow_exception(err);

@@ -28,6 +28,10 @@ class Work : public c10d::Work {
        bool blocking_wait);
   ~Work() override;
 
+  // A host-side wait that times out aborts the communicator (else it only
+  // fails this work): GroupOptions::abort_on_error.
+  bool abort_on_timeout = true;
+
   bool isCompleted() override;
   bool isSuccess() const override;
   std::exception_ptr exception() const override;

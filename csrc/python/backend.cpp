@@ -29,6 +29,10 @@ void bind_backend(py::module_& m) {
       .def_readwrite("is_high_priority_stream", &GroupOptions::is_high_priority_stream)
       .def_readwrite("blocking_wait", &GroupOptions::blocking_wait)
       .def_readwrite("watchdog_interval", &GroupOptions::watchdog_interval)
+      .def_readwrite("abort_on_error", &GroupOptions::abort_on_error,
+                     "Abort the communicator on a timeout or NCCL error (default); False "
+                     "fails the pending work but keeps it for dist.shrink_group(..., "
+                     "SHRINK_ABORT)")
       .def_property(
           "cga_cluster_size", [](const GroupOptions& o) { return o.config.cga_cluster_size; },
           [](GroupOptions& o, int v) { o.config.cga_cluster_size = v; })

@@ -234,3 +234,24 @@ def test_deepcopy_inside_a_container():
     box = copy.deepcopy({"a": o, "b": [o]})
     assert box["a"].comm_name == "trainer"
     assert box["a"] is not o and box["b"][0] is not o
+
+
+@pytest.mark.parametrize(
+    "env,expected",
+    [({"NCCL_CORE_ERROR_HANDLING": "fail"}, False), ({"NCCL_CORE_ERROR_HANDLING": "Abort"}, True),
+     ({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "3"}, False), ({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}, True),
+     ({"NCCL_CORE_ERROR_HANDLING": "abort", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "3"}, True)],
+)
+def test_error_handling_from_env(env, expected):
+    from nccl_core_backend.options import env_settings
+
+    assert env_settings(env)["abort_on_error"] is expected
+
+
+def test_error_handling_rejects_unknown_values():
+    from nccl_core_backend.options import env_settings
+
+    with pytest.raises(ValueError, match="NCCL_CORE_ERROR_HANDLING"):
+        env_settings({"NCCL_CORE_ERROR_HANDLING": "ignore"})
+    with pytest.raises(ValueError, match="TORCH_NCCL_ASYNC_ERROR_HANDLING"):
+        env_settings({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "7"})

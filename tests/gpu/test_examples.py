@@ -128,3 +128,19 @@ def test_two_nodes_over_the_network_transport():
         assert results[backend]["world"] == 4
     ok, worst = _compare(results["nccl_core"]["losses"], results["nccl"]["losses"], 1e-6)
     assert ok, f"two-node losses differ from backend nccl by {worst:.3g}"
+
+
+def test_elastic_shrink_survives_a_killed_rank():
+    """A rank is SIGKILLed mid-training; the others shrink the group and finish."""
+    _need(4)
+    _port[0] += 1
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "examples/elastic_shrink.py"), "--nproc", "4",
+                        "--victim", "3", "--kill-at", "10", "--steps", "30", "--port", str(_port[0])],
+                       cwd=ROOT, env=dict(os.environ, NCCL_NVLS_ENABLE="0"), capture_output=True,
+                       text=True, timeout=300)
+    out = p.stdout + p.stderr
+    log_dir = os.environ.get("NCCL_CORE_GPU_LOG_DIR")
+    if log_dir:
+        with open(os.path.join(log_dir, "example_elastic_shrink.log"), "w") as f:
+            f.write(out)
+    assert p.returncode == 0 and "3 ranks left" in out, out[-6000:]
