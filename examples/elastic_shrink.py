@@ -65,7 +65,7 @@ def worker(args) -> None:
             world = dist.get_world_size()
             gone = [r for r in range(world) if not store.check([f"alive/{step}/{r}"])]
             print(f"[rank {rank}] shrinking without {gone}", flush=True)
-            group = dist.shrink_group(gone, shrink_flags=dist.SHRINK_ABORT)
+            group = dist.shrink_group(gone, shrink_flags=dist.distributed_c10d.SHRINK_ABORT)
             continue  # redo this step on the smaller group
         opt.step()
         avg = loss.detach()
