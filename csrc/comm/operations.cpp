@@ -67,6 +67,27 @@ size_t block_of(const Communicator& c, const Buffer& s) {
   return s.count / n;
 }
 
+// For reduce / gather: checks the root and the receive buffer, which all
+// ranks need when root < 0 (the all- variant) and only the root otherwise.
+// Returns the receive pointer (nullptr where none is needed).
+void* rooted_recv(const Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
+                  int root, size_t min_count, const char* all_name) {
+  check_device(c, send, "sendbuf");
+  bool all = root < 0;
+  if (!all) {
+    check_root(c, root);
+  }
+  if (!all && root != c.rank()) {
+    return nullptr;
+  }
+  NCCL_CORE_REQUIRE(recv.has_value(), "recvbuf is required ",
+                    all ? std::string("for ") + all_name : std::string("on the root rank"));
+  check_device(c, *recv, "recvbuf");
+  check_types(send, *recv);
+  check_at_least(recv->count, min_count, "recvbuf");
+  return recv->ptr;
+}
+
 } // namespace
 
 Buffer resolve_tensor(const at::Tensor& t, const char* name) {
@@ -86,23 +107,9 @@ Buffer resolve_tensor(const at::Tensor& t, const char* name) {
 
 void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
             ncclRedOp_t op, int root, cudaStream_t stream) {
-  check_device(c, send, "sendbuf");
-  bool all = root < 0;
-  if (!all) {
-    check_root(c, root);
-  }
-  bool need_recv = all || root == c.rank();
-  NCCL_CORE_REQUIRE(!need_recv || recv.has_value(), "recvbuf is required ",
-                    all ? "for allreduce" : "on the root rank");
-  void* out = nullptr;
-  if (need_recv) {
-    check_device(c, *recv, "recvbuf");
-    check_types(send, *recv);
-    check_at_least(recv->count, send.count, "recvbuf");
-    out = recv->ptr;
-  }
+  void* out = rooted_recv(c, send, recv, root, send.count, "allreduce");
   ncclComm_t comm = c.get();
-  if (all) {
+  if (root < 0) {
     submit(c, ncclAllReduce(send.ptr, out, send.count, send.type, op, comm, stream),
            "ncclAllReduce");
   } else {
@@ -130,23 +137,9 @@ void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer&
 
 void gather(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv, int root,
             cudaStream_t stream) {
-  check_device(c, send, "sendbuf");
-  bool all = root < 0;
-  if (!all) {
-    check_root(c, root);
-  }
-  bool need_recv = all || root == c.rank();
-  NCCL_CORE_REQUIRE(!need_recv || recv.has_value(), "recvbuf is required ",
-                    all ? "for allgather" : "on the root rank");
-  void* out = nullptr;
-  if (need_recv) {
-    check_device(c, *recv, "recvbuf");
-    check_types(send, *recv);
-    check_at_least(recv->count, send.count * c.nranks(), "recvbuf");
-    out = recv->ptr;
-  }
+  void* out = rooted_recv(c, send, recv, root, send.count * c.nranks(), "allgather");
   ncclComm_t comm = c.get();
-  if (all) {
+  if (root < 0) {
     submit(c, ncclAllGather(send.ptr, out, send.count, send.type, comm, stream),
            "ncclAllGather");
   } else {

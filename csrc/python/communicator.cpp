@@ -41,6 +41,16 @@ c10::Storage storage_of(const at::Tensor& t) {
   return t.storage();
 }
 
+// A buffer only `root` reads or writes (root < 0: every rank does); None or
+// anything else is ignored on the other ranks.
+std::optional<ops::Buffer> on_root(const Communicator& c, int root, py::handle obj,
+                                   const char* name) {
+  if (root >= 0 && root != c.rank()) {
+    return std::nullopt;
+  }
+  return as_optional_buffer(obj, name);
+}
+
 py::object window_or_none(const std::shared_ptr<Window>& w) {
   return w ? py::cast(w) : py::none();
 }
@@ -147,8 +157,7 @@ void bind_communicator(py::module_& m) {
              py::handle root, py::handle stream) {
             int rt = as_root(root);
             auto s = as_buffer(sendbuf, "sendbuf");
-            auto r = (rt < 0 || rt == c.rank()) ? as_optional_buffer(recvbuf, "recvbuf")
-                                                : std::nullopt;
+            auto r = on_root(c, rt, recvbuf, "recvbuf");
             auto o = as_red_op(op, c, s.type);
             auto st = as_stream(stream, c.device());
             without_gil([&] { ops::reduce(c, s, r, o, rt, st); });
@@ -159,7 +168,7 @@ void bind_communicator(py::module_& m) {
           "broadcast",
           [](Communicator& c, py::handle sendbuf, py::handle recvbuf, int root,
              py::handle stream) {
-            auto s = root == c.rank() ? as_optional_buffer(sendbuf, "sendbuf") : std::nullopt;
+            auto s = on_root(c, root, sendbuf, "sendbuf");
             auto r = as_buffer(recvbuf, "recvbuf");
             auto st = as_stream(stream, c.device());
             without_gil([&] { ops::broadcast(c, s, r, root, st); });
@@ -182,8 +191,7 @@ void bind_communicator(py::module_& m) {
              py::handle stream) {
             int rt = as_root(root);
             auto s = as_buffer(sendbuf, "sendbuf");
-            auto r = (rt < 0 || rt == c.rank()) ? as_optional_buffer(recvbuf, "recvbuf")
-                                                : std::nullopt;
+            auto r = on_root(c, rt, recvbuf, "recvbuf");
             auto st = as_stream(stream, c.device());
             without_gil([&] { ops::gather(c, s, r, rt, st); });
           },
@@ -215,7 +223,7 @@ void bind_communicator(py::module_& m) {
           "scatter",
           [](Communicator& c, py::handle sendbuf, py::handle recvbuf, int root,
              py::handle stream) {
-            auto s = root == c.rank() ? as_optional_buffer(sendbuf, "sendbuf") : std::nullopt;
+            auto s = on_root(c, root, sendbuf, "sendbuf");
             auto r = as_buffer(recvbuf, "recvbuf");
             auto st = as_stream(stream, c.device());
             without_gil([&] { ops::scatter(c, s, r, root, st); });

@@ -70,8 +70,10 @@ std::shared_ptr<SignalArea> SignalArea::create(const std::shared_ptr<Communicato
   at::Tensor tickets = at::zeros({kTickets}, at::TensorOptions()
                                                  .dtype(at::kInt)
                                                  .device(at::kCUDA, comm->device()));
-  // The zeros must be in place before any peer can signal into them.
-  NCCL_CORE_CUDA_CHECK(cudaDeviceSynchronize());
+  // The zeros must be in place before any peer can signal into them; both
+  // tensors were written on the current stream.
+  NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(
+      c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(comm->device())).stream()));
   size_t bytes = static_cast<size_t>(comm->nranks()) * sizeof(unsigned long long);
   auto window = Window::create(comm, counters.data_ptr(), bytes, 0, counters.storage());
   if (window == nullptr) {
