@@ -69,21 +69,24 @@ def main() -> int:
     os.makedirs(args.out, exist_ok=True)
     mode = "lazy" if args.lazy else "eager"
     only = set(filter(None, args.only.split(",")))
+    skip = set(filter(None, os.environ.get("NCCL_CORE_GPU_SKIP", "").split(",")))
     out = open(os.path.join(args.out, f"rank{rank}.jsonl"), "w")
     if rank == 0:
         print(f"[harness] world={world} mode={mode} seed={seed} torch={torch.__version__} "
               f"nccl={nccl_core_backend.nccl_version()}", flush=True)
     for index, (name, fn, meta) in enumerate(CASES):
-        if only and name not in only:
+        if (only and name not in only) or name in skip:
             continue
         ctx = Ctx(rank, world, device, seed, args.lazy, case_index=index)
         rec = {"case": name, "world": world, "mode": mode}
         t0 = time.time()
         stop = threading.Event()
-        _deadline(float(os.environ.get("NCCL_CORE_CASE_TIMEOUT", "180")), name, stop)
+        _deadline(meta["timeout"] or float(os.environ.get("NCCL_CORE_CASE_TIMEOUT", "180")), name, stop)
         try:
             if world < meta["min_world"]:
                 raise Skip(f"needs world size >= {meta['min_world']}")
+            if meta["max_world"] and world > meta["max_world"]:
+                raise Skip(f"runs at world size <= {meta['max_world']} only")
             if meta["mode"] and meta["mode"] != mode:
                 raise Skip(f"runs in {meta['mode']} launches only")
             common.FAILURES.clear()

@@ -13,11 +13,15 @@ class Skip(Exception):
     """Raised by a case that cannot run in this configuration."""
 
 
-def case(name: str | None = None, *, min_world: int = 2, mode: str | None = None):
-    """Registers a case; ``mode`` limits it to "eager" or "lazy" launches."""
+def case(name: str | None = None, *, min_world: int = 2, max_world: int | None = None,
+         mode: str | None = None, timeout: float | None = None):
+    """Registers a case; ``mode`` limits it to "eager" or "lazy" launches,
+    ``max_world`` to small launches (for long runs that gain nothing from more
+    ranks); ``timeout`` overrides NCCL_CORE_CASE_TIMEOUT."""
 
     def wrap(fn):
-        CASES.append((name or fn.__name__, fn, {"min_world": min_world, "mode": mode}))
+        CASES.append((name or fn.__name__, fn, {"min_world": min_world, "max_world": max_world,
+                                                 "mode": mode, "timeout": timeout}))
         return fn
 
     return wrap
