@@ -182,11 +182,14 @@ def write_outputs(out: str, result: dict) -> None:
                          f"{c['time_us'] / n['time_us']:.2f} | {c['busbw']:.1f} | {n['busbw']:.1f} | "
                          f"{c['busbw'] / max(n['busbw'], 1e-9):.2f} | {c['host_us']:.1f} | {n['host_us']:.1f} |")
         lines.append("")
-    g = result["graph"]
-    lines += [f"CUDA graph, µs per all_reduce of 1 KiB (100 per graph): nccl_core {g['nccl_core']:.2f}, "
-              f"nccl {g['nccl']:.2f}",
-              f"raw Communicator.allreduce (1 KiB): host {result['raw']['host_us']:.2f} µs/call, "
-              f"wall {result['raw']['time_us']:.2f} µs/call", ""]
+    g, raw = result.get("graph"), result.get("raw")
+    if g:
+        lines.append(f"CUDA graph, µs per all_reduce of 1 KiB (100 per graph): nccl_core {g['nccl_core']:.2f}, "
+                     f"nccl {g['nccl']:.2f}")
+    if raw:
+        lines.append(f"raw Communicator.allreduce (1 KiB): host {raw['host_us']:.2f} µs/call, "
+                     f"wall {raw['time_us']:.2f} µs/call")
+    lines.append("")
     with open(os.path.join(out, "results.md"), "w") as f:
         f.write("\n".join(lines))
     print("\n".join(lines), flush=True)
@@ -246,14 +249,16 @@ def main() -> None:
                     del case
                 rows.append(row)
             torch.cuda.empty_cache()
+    result = {"world": world, "torch": torch.__version__, "nccl": list(nc.nccl_version()), "rows": rows,
+              "wrong_results": bad}
+    if rank == 0:  # the sweep is kept even if a later step fails
+        write_outputs(args.out, result)
     graph = {name: graph_replay(g, device) for name, g in groups.items()}
     raw = raw_path(nc.get_communicator(), device)
     flags = torch.tensor([len(bad)], device=device)
     dist.all_reduce(flags)
     if rank == 0:
-        write_outputs(args.out, {"world": world, "torch": torch.__version__,
-                                 "nccl": list(nc.nccl_version()), "rows": rows, "graph": graph,
-                                 "raw": raw, "wrong_results": bad})
+        write_outputs(args.out, dict(result, graph=graph, raw=raw))
         if flags.item():
             print(f"WRONG RESULTS on some rank: {bad}", flush=True)
     dist.barrier()

@@ -1,5 +1,7 @@
 #include "backend/watchdog.h"
 
+#include <c10/cuda/CUDAGraphsC10Utils.h>
+
 #include <algorithm>
 
 #include "backend/errors.h"
@@ -43,6 +45,9 @@ size_t Watchdog::pending() const {
 }
 
 void Watchdog::run() {
+  // Event queries from this thread must not invalidate a CUDA graph that
+  // another thread captures in the (default) global mode.
+  c10::cuda::CUDAStreamCaptureModeGuard capture_mode(cudaStreamCaptureModeThreadLocal);
   std::unique_lock<std::mutex> lock(mutex_);
   while (!stop_.load()) {
     cv_.wait_for(lock, interval_, [this] { return stop_.load(); });

@@ -155,8 +155,18 @@ std::shared_ptr<Communicator> Communicator::shrink(
   if (r != ncclSuccess && r != ncclInProgress) {
     NCCL_CORE_CHECK(parent, r);
   }
-  if (child == nullptr) {
-    return nullptr;
+  // A non-blocking shrink hands out the child only when its initialisation
+  // job finishes; polling the parent completes that job.  The parent may
+  // report an error (its kernels were aborted), so wait on the handle.
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (__atomic_load_n(&child, __ATOMIC_ACQUIRE) == nullptr) {
+    ncclResult_t state = ncclSuccess;
+    (void)ncclCommGetAsyncError(parent, &state);
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw NcclError(ncclInProgress, "ncclCommShrink did not produce a communicator within " +
+                                          std::to_string(timeout.count()) + " ms");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return adopt(child, device_, timeout, "ncclCommShrink");
 }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -43,7 +44,9 @@ def _run(script: str, nproc: int, *args: str, env: dict | None = None, timeout: 
     out = p.stdout + p.stderr
     log_dir = os.environ.get("NCCL_CORE_GPU_LOG_DIR")
     if log_dir:
-        name = os.path.basename(script).replace(".py", "") + "_" + "_".join(a.strip("-") for a in args[:4])
+        name = os.path.basename(script).replace(".py", "") + "_" + "_".join(
+            a.strip("-") for a in args if not a.startswith("/"))
+        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", name)[:120]
         with open(os.path.join(log_dir, f"example_{name}.log"), "w") as f:
             f.write(" ".join(cmd) + "\n" + out)
     assert p.returncode == 0, f"{script} {' '.join(args)} failed:\n{out[-6000:]}"
