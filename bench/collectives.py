@@ -230,6 +230,7 @@ def main() -> None:
     dist.init_process_group("cpu:gloo,cuda:nccl_core")
     rank, world = dist.get_rank(), dist.get_world_size()
     groups = {"nccl_core": dist.group.WORLD, "nccl": dist.new_group(backend="nccl")}
+    ctrl = dist.new_group(backend="gloo")
     allocs = {"plain": lambda n, dt, dev: torch.empty(n, dtype=dt, device=dev),
               "nccl_mem": lambda n, dt, dev: nc.torch.empty(n, dtype=dt, device=dev)}
     rows, bad = [], []
@@ -255,15 +256,18 @@ def main() -> None:
         write_outputs(args.out, result)
     graph = {name: graph_replay(g, device) for name, g in groups.items()}
     raw = raw_path(nc.get_communicator(), device)
-    flags = torch.tensor([len(bad)], device=device)
-    dist.all_reduce(flags)
+    # Every rank's mismatches, gathered over gloo so the report does not
+    # depend on the backends under test.
+    everyone: list = [None] * world
+    dist.all_gather_object(everyone, [f"rank {rank}: {b}" for b in bad], group=ctrl)
+    wrong = [b for lst in everyone for b in lst]
     if rank == 0:
-        write_outputs(args.out, dict(result, graph=graph, raw=raw))
-        if flags.item():
-            print(f"WRONG RESULTS on some rank: {bad}", flush=True)
-    dist.barrier()
+        write_outputs(args.out, dict(result, graph=graph, raw=raw, wrong_results=wrong))
+        if wrong:
+            print(f"WRONG RESULTS: {wrong}", flush=True)
+    dist.barrier(group=ctrl)
     dist.destroy_process_group()
-    if flags.item():
+    if wrong:
         raise SystemExit(1)
 
 
