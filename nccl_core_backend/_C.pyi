@@ -34,6 +34,7 @@ class Options(Backend.Options):
     is_high_priority_stream: bool
     blocking_wait: bool
     watchdog_interval: timedelta
+    blocking: bool
     cga_cluster_size: int
     min_ctas: int
     max_ctas: int

@@ -73,6 +73,9 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
     blocking = _flag(env, ("NCCL_CORE_BLOCKING_WAIT", "TORCH_NCCL_BLOCKING_WAIT"))
     if blocking is not None:
         out["blocking_wait"] = blocking
+    nonblocking = _flag(env, ("NCCL_CORE_COMM_NONBLOCKING", "TORCH_NCCL_USE_COMM_NONBLOCKING"))
+    if nonblocking is not None:
+        out["blocking"] = not nonblocking
     high = _flag(env, ("NCCL_CORE_HIGH_PRIORITY", "TORCH_NCCL_HIGH_PRIORITY"))
     if high is not None:
         out["is_high_priority_stream"] = high

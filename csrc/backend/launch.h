@@ -55,7 +55,16 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
     }
     {
       c10::cuda::CUDAStreamGuard on_stream(stream);
-      fn(*comm, stream.stream(), *work);
+      // A blocking communicator may wait on peers inside `fn` (connection
+      // setup): bounded by the timeout, and the error names the operation.
+      HostCall guard(*comm, what);
+      try {
+        fn(*comm, stream.stream(), *work);
+      } catch (...) {
+        guard.rethrow_if_expired();
+        throw;
+      }
+      guard.rethrow_if_expired();
       if (!coalescing_) {
         work->run_epilogue();
       }

@@ -198,7 +198,7 @@ WorkPtr Backend::endCoalescing() {
       empty->record_end(*stream_);
       return empty;
     }
-    comm_->call(ncclGroupEnd(), "ncclGroupEnd");
+    comm_->run("ncclGroupEnd (endCoalescing)", [] { return ncclGroupEnd(); });
     destroy_redops();
     {
       c10::cuda::CUDAStreamGuard on_stream(*stream_);

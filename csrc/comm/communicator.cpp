@@ -1,5 +1,6 @@
 #include "comm/communicator.h"
 
+#include <condition_variable>
 #include <thread>
 
 #include "comm/resources.h"
@@ -26,7 +27,7 @@ class DeviceScope {
 
 ncclConfig_t to_nccl(const CommConfig& c) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0; // every wait is bounded by our own timeout
+  config.blocking = c.blocking ? 1 : 0;
   config.cgaClusterSize = c.cga_cluster_size;
   config.minCTAs = c.min_ctas;
   config.maxCTAs = c.max_ctas;
@@ -75,11 +76,12 @@ void await_comm(ncclComm_t comm, std::chrono::milliseconds timeout,
 } // namespace
 
 Communicator::Communicator(ncclComm_t comm, int nranks, int rank, int device,
-                           std::chrono::milliseconds timeout)
+                           std::chrono::milliseconds timeout, bool blocking)
     : comm_(comm),
       nranks_(nranks),
       rank_(rank),
       device_(device),
+      blocking_(blocking),
       timeout_(timeout) {}
 
 Communicator::~Communicator() {
@@ -96,19 +98,75 @@ ncclUniqueId Communicator::new_unique_id() {
 
 std::shared_ptr<Communicator> Communicator::adopt(
     ncclComm_t comm, int device, std::chrono::milliseconds timeout,
-    const char* what) {
+    bool blocking, const char* what) {
   await_comm(comm, timeout, what);
   int nranks = 0, rank = 0;
   NCCL_CORE_CHECK(comm, ncclCommCount(comm, &nranks));
   NCCL_CORE_CHECK(comm, ncclCommUserRank(comm, &rank));
   return std::shared_ptr<Communicator>(
-      new Communicator(comm, nranks, rank, device, timeout));
+      new Communicator(comm, nranks, rank, device, timeout, blocking));
 }
+
+namespace {
+
+// A blocking ncclCommInitRankConfig on a helper thread, so that the caller
+// can give up after `timeout` (there is no handle to abort yet).  A late
+// result of an abandoned init is aborted by the helper itself.
+ncclComm_t init_bounded(const ncclUniqueId& id, int nranks, int rank, int device,
+                        const CommConfig& config, std::chrono::milliseconds timeout) {
+  struct Job {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool done = false, abandoned = false;
+    ncclComm_t comm = nullptr;
+    ncclResult_t result = ncclSuccess;
+    std::string last;
+  };
+  auto job = std::make_shared<Job>();
+  std::thread([job, id, nranks, rank, device, config] {
+    (void)cudaSetDevice(device);
+    ncclConfig_t cfg = to_nccl(config);
+    ncclComm_t comm = nullptr;
+    ncclResult_t r = ncclCommInitRankConfig(&comm, nranks, id, rank, &cfg);
+    const char* last = ncclGetLastError(comm);
+    std::lock_guard<std::mutex> lock(job->mutex);
+    job->comm = comm;
+    job->result = r;
+    job->last = last == nullptr ? "" : last;
+    job->done = true;
+    if (job->abandoned && comm != nullptr) {
+      (void)ncclCommAbort(comm);
+    }
+    job->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(job->mutex);
+  if (!job->cv.wait_for(lock, timeout, [&] { return job->done; })) {
+    job->abandoned = true;
+    throw NcclError(ncclInProgress,
+                    "ncclCommInitRankConfig did not complete within " +
+                        std::to_string(timeout.count()) + " ms (a rank may be missing or stuck)");
+  }
+  if (job->result != ncclSuccess) {
+    if (job->comm != nullptr) {
+      (void)ncclCommAbort(job->comm);
+    }
+    throw NcclError(job->result, std::string("ncclCommInitRankConfig failed: ") +
+                                     ncclGetErrorString(job->result) +
+                                     (job->last.empty() ? "" : " (" + job->last + ")"));
+  }
+  return job->comm;
+}
+
+} // namespace
 
 std::shared_ptr<Communicator> Communicator::create(
     const ncclUniqueId& id, int nranks, int rank, int device,
     const CommConfig& config, std::chrono::milliseconds timeout) {
   DeviceScope scope(device);
+  if (config.blocking) {
+    return adopt(init_bounded(id, nranks, rank, device, config, timeout), device, timeout, true,
+                 "ncclCommInitRankConfig");
+  }
   ncclConfig_t cfg = to_nccl(config);
   ncclComm_t comm = nullptr;
   ncclResult_t r = ncclCommInitRankConfig(&comm, nranks, id, rank, &cfg);
@@ -118,7 +176,50 @@ std::shared_ptr<Communicator> Communicator::create(
     }
     NCCL_CORE_CHECK(nullptr, r);
   }
-  return adopt(comm, device, timeout, "ncclCommInitRankConfig");
+  return adopt(comm, device, timeout, false, "ncclCommInitRankConfig");
+}
+
+template <class F>
+std::shared_ptr<Communicator> Communicator::make_child(const char* what, bool blocking,
+                                                       std::chrono::milliseconds timeout,
+                                                       F&& start) {
+  ncclComm_t parent = get();
+  ncclComm_t child = nullptr;
+  if (blocking_) {
+    // Collective on the parent: bounded like any blocking host call.
+    HostCall guard(*this, what);
+    ncclResult_t r = start(&child);
+    guard.rethrow_if_expired();
+    NCCL_CORE_CHECK(parent, r);
+  } else {
+    ncclResult_t r = start(&child);
+    if (r != ncclSuccess && r != ncclInProgress) {
+      NCCL_CORE_CHECK(parent, r);
+    }
+    // A non-blocking parent hands out the child only when the job finishes;
+    // polling the parent completes that job.  After NCCL_SHRINK_ABORT the
+    // parent may report an error, so wait on the handle itself.
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      ncclResult_t state = ncclSuccess;
+      (void)ncclCommGetAsyncError(parent, &state);
+      if (__atomic_load_n(&child, __ATOMIC_ACQUIRE) != nullptr) {
+        break;
+      }
+      if (state == ncclSuccess) {
+        return nullptr;  // NCCL_SPLIT_NOCOLOR: finished without a child
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw NcclError(ncclInProgress, std::string(what) + " did not produce a communicator within " +
+                                            std::to_string(timeout.count()) + " ms");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+  if (child == nullptr) {
+    return nullptr;
+  }
+  return adopt(child, device_, timeout, blocking, what);
 }
 
 std::shared_ptr<Communicator> Communicator::split(
@@ -126,19 +227,10 @@ std::shared_ptr<Communicator> Communicator::split(
     std::chrono::milliseconds timeout) {
   DeviceScope scope(device_);
   ncclConfig_t cfg = to_nccl(config);
-  ncclComm_t child = nullptr;
   ncclComm_t parent = get();
-  ncclResult_t r = ncclCommSplit(parent, color < 0 ? NCCL_SPLIT_NOCOLOR : color,
-                                 key, &child, &cfg);
-  if (r != ncclSuccess && r != ncclInProgress) {
-    NCCL_CORE_CHECK(parent, r);
-  }
-  // The split is collective on the parent: wait for it there too.
-  wait_ready("ncclCommSplit");
-  if (child == nullptr) {
-    return nullptr;
-  }
-  return adopt(child, device_, timeout, "ncclCommSplit");
+  return make_child("ncclCommSplit", config.blocking, timeout, [&](ncclComm_t* child) {
+    return ncclCommSplit(parent, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, child, &cfg);
+  });
 }
 
 std::shared_ptr<Communicator> Communicator::shrink(
@@ -146,29 +238,15 @@ std::shared_ptr<Communicator> Communicator::shrink(
     std::chrono::milliseconds timeout) {
   DeviceScope scope(device_);
   ncclConfig_t cfg = to_nccl(config);
-  ncclComm_t child = nullptr;
   ncclComm_t parent = get();
   std::vector<int> ranks(exclude);
-  ncclResult_t r = ncclCommShrink(parent, ranks.data(),
-                                  static_cast<int>(ranks.size()), &child, &cfg,
-                                  flags);
-  if (r != ncclSuccess && r != ncclInProgress) {
-    NCCL_CORE_CHECK(parent, r);
+  auto child = make_child("ncclCommShrink", config.blocking, timeout, [&](ncclComm_t* out) {
+    return ncclCommShrink(parent, ranks.data(), static_cast<int>(ranks.size()), out, &cfg, flags);
+  });
+  if (!child) {
+    throw NcclError(ncclInternalError, "ncclCommShrink produced no communicator for this rank");
   }
-  // A non-blocking shrink hands out the child only when its initialisation
-  // job finishes; polling the parent completes that job.  The parent may
-  // report an error (its kernels were aborted), so wait on the handle.
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (__atomic_load_n(&child, __ATOMIC_ACQUIRE) == nullptr) {
-    ncclResult_t state = ncclSuccess;
-    (void)ncclCommGetAsyncError(parent, &state);
-    if (std::chrono::steady_clock::now() > deadline) {
-      throw NcclError(ncclInProgress, "ncclCommShrink did not produce a communicator within " +
-                                          std::to_string(timeout.count()) + " ms");
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return adopt(child, device_, timeout, "ncclCommShrink");
+  return child;
 }
 
 ncclComm_t Communicator::get() const {
@@ -189,8 +267,12 @@ void Communicator::call(ncclResult_t result, const char* what) {
 
 void Communicator::wait_ready(const char* what) {
   ncclComm_t comm = get();
-  auto deadline = std::chrono::steady_clock::now() + timeout_.load();
-  auto pause = std::chrono::microseconds(1);
+  auto start = std::chrono::steady_clock::now();
+  auto deadline = start + timeout_.load();
+  // Short waits are the common case: yield for 200 µs before sleeping (a
+  // sleep lasts ~50 µs at least on Linux, longer than most enqueues).
+  auto spin_until = start + std::chrono::microseconds(200);
+  auto pause = std::chrono::microseconds(20);
   while (true) {
     ncclResult_t state = ncclSuccess;
     NCCL_CORE_CHECK(comm, ncclCommGetAsyncError(comm, &state));
@@ -206,6 +288,10 @@ void Communicator::wait_ready(const char* what) {
                       std::string(what) + " still in progress after " +
                           std::to_string(timeout_.load().count()) +
                           " ms; communicator aborted");
+    }
+    if (std::chrono::steady_clock::now() < spin_until) {
+      std::this_thread::yield();
+      continue;
     }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(1000));
@@ -303,7 +389,7 @@ void Communicator::finalize() {
     return;
   }
   DeviceScope scope(device_);
-  call(ncclCommFinalize(comm_), "ncclCommFinalize");
+  run("ncclCommFinalize", [&] { return ncclCommFinalize(comm_); });
   state_ = State::Finalized;
   NCCL_CORE_CHECK(comm_, ncclCommDestroy(comm_));
   state_ = State::Destroyed;

@@ -1,7 +1,11 @@
 // Communicator: the single owner of an ncclComm_t.
 //
-// Created non-blocking so that initialisation, splits and lazy connection
-// setup can be bounded by a timeout instead of hanging on a missing rank.
+// Blocking by default: on a non-blocking communicator NCCL runs every
+// ncclGroupEnd (every collective) on a new thread, ~100 µs per call.  The
+// calls that can wait on a missing rank stay bounded by the timeout anyway:
+// init runs on a helper thread we wait for, and the rest run inside a
+// HostCall scope (host_call.h).  CommConfig::blocking = false selects NCCL's
+// non-blocking mode, where we poll with the same deadline.
 // Lifecycle transitions (finalize, destroy, abort) are idempotent; after any
 // of them `get()` raises instead of handing out a dangling handle.
 #pragma once
@@ -16,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/host_call.h"
 #include "nccl/newer.h"
 
 namespace nccl_core {
@@ -30,6 +35,7 @@ struct CommConfig {
   int traffic_class = INT_MIN;
   std::string net_name;
   std::string comm_name;
+  bool blocking = true;
 };
 
 class Resource;
@@ -70,6 +76,16 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
   // Checks an NCCL result for this communicator; waits out ncclInProgress.
   void call(ncclResult_t result, const char* what);
+  // Runs `f` (one NCCL call returning ncclResult_t) bounded by the timeout
+  // (see host_call.h), then checks its result like call().
+  template <class F>
+  void run(const char* what, F&& f) {
+    HostCall guard(*this, what);
+    ncclResult_t r = f();
+    guard.rethrow_if_expired();
+    call(r, what);
+  }
+  bool blocking() const { return blocking_; }
   // Polls ncclCommGetAsyncError until the comm is no longer in progress.
   void wait_ready(const char* what);
 
@@ -104,15 +120,20 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
 
  private:
   Communicator(ncclComm_t comm, int nranks, int rank, int device,
-               std::chrono::milliseconds timeout);
+               std::chrono::milliseconds timeout, bool blocking);
   static std::shared_ptr<Communicator> adopt(ncclComm_t comm, int device,
                                              std::chrono::milliseconds timeout,
-                                             const char* what);
+                                             bool blocking, const char* what);
+  // ncclCommShrink / ncclCommSplit: `start` issues the call into `child`.
+  template <class F>
+  std::shared_ptr<Communicator> make_child(const char* what, bool blocking,
+                                           std::chrono::milliseconds timeout, F&& start);
 
   ncclComm_t comm_;
   const int nranks_;
   const int rank_;
   const int device_;
+  const bool blocking_;
   std::atomic<std::chrono::milliseconds> timeout_;
   std::atomic<State> state_{State::Live};
   std::mutex lifecycle_mutex_;

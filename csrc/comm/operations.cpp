@@ -1,6 +1,7 @@
 #include "comm/operations.h"
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -17,12 +18,13 @@ thread_local std::vector<std::shared_ptr<Communicator>> t_members;
 
 // Checks an enqueue: inside a group NCCL only queues (and may answer
 // ncclInProgress), so waiting happens at group_end.
-void submit(Communicator& c, ncclResult_t r, const char* what) {
+template <class F>
+void submit(Communicator& c, const char* what, F&& enqueue) {
   if (t_depth == 0) {
-    c.call(r, what);
+    c.run(what, enqueue);
     return;
   }
-  api::check(r, what, c.get());
+  api::check(enqueue(), what, c.get());
   auto self = c.shared_from_this();
   for (const auto& m : t_members) {
     if (m == self) {
@@ -110,11 +112,9 @@ void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& re
   void* out = rooted_recv(c, send, recv, root, send.count, "allreduce");
   ncclComm_t comm = c.get();
   if (root < 0) {
-    submit(c, ncclAllReduce(send.ptr, out, send.count, send.type, op, comm, stream),
-           "ncclAllReduce");
+    submit(c, "ncclAllReduce", [&] { return ncclAllReduce(send.ptr, out, send.count, send.type, op, comm, stream); });
   } else {
-    submit(c, ncclReduce(send.ptr, out, send.count, send.type, op, root, comm, stream),
-           "ncclReduce");
+    submit(c, "ncclReduce", [&] { return ncclReduce(send.ptr, out, send.count, send.type, op, root, comm, stream); });
   }
 }
 
@@ -131,8 +131,7 @@ void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer&
                       send->count, " elements, recvbuf has ", recv.count);
     in = send->ptr;
   }
-  submit(c, ncclBroadcast(in, recv.ptr, recv.count, recv.type, root, c.get(), stream),
-         "ncclBroadcast");
+  submit(c, "ncclBroadcast", [&] { return ncclBroadcast(in, recv.ptr, recv.count, recv.type, root, c.get(), stream); });
 }
 
 void gather(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv, int root,
@@ -140,11 +139,9 @@ void gather(Communicator& c, const Buffer& send, const std::optional<Buffer>& re
   void* out = rooted_recv(c, send, recv, root, send.count * c.nranks(), "allgather");
   ncclComm_t comm = c.get();
   if (root < 0) {
-    submit(c, ncclAllGather(send.ptr, out, send.count, send.type, comm, stream),
-           "ncclAllGather");
+    submit(c, "ncclAllGather", [&] { return ncclAllGather(send.ptr, out, send.count, send.type, comm, stream); });
   } else {
-    submit(c, ncclGather(send.ptr, out, send.count, send.type, root, comm, stream),
-           "ncclGather");
+    submit(c, "ncclGather", [&] { return ncclGather(send.ptr, out, send.count, send.type, root, comm, stream); });
   }
 }
 
@@ -155,8 +152,7 @@ void reduce_scatter(Communicator& c, const Buffer& send, const Buffer& recv, ncc
   check_types(send, recv);
   size_t count = block_of(c, send);
   check_at_least(recv.count, count, "recvbuf");
-  submit(c, ncclReduceScatter(send.ptr, recv.ptr, count, send.type, op, c.get(), stream),
-         "ncclReduceScatter");
+  submit(c, "ncclReduceScatter", [&] { return ncclReduceScatter(send.ptr, recv.ptr, count, send.type, op, c.get(), stream); });
 }
 
 void alltoall(Communicator& c, const Buffer& send, const Buffer& recv, cudaStream_t stream) {
@@ -165,8 +161,7 @@ void alltoall(Communicator& c, const Buffer& send, const Buffer& recv, cudaStrea
   check_types(send, recv);
   size_t count = block_of(c, send);
   check_at_least(recv.count, send.count, "recvbuf");
-  submit(c, ncclAlltoAll(send.ptr, recv.ptr, count, send.type, c.get(), stream),
-         "ncclAlltoAll");
+  submit(c, "ncclAlltoAll", [&] { return ncclAlltoAll(send.ptr, recv.ptr, count, send.type, c.get(), stream); });
 }
 
 void scatter(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,
@@ -183,20 +178,19 @@ void scatter(Communicator& c, const std::optional<Buffer>& send, const Buffer& r
                       count, " elements (sendbuf / nranks), got ", recv.count);
     in = send->ptr;
   }
-  submit(c, ncclScatter(in, recv.ptr, recv.count, recv.type, root, c.get(), stream),
-         "ncclScatter");
+  submit(c, "ncclScatter", [&] { return ncclScatter(in, recv.ptr, recv.count, recv.type, root, c.get(), stream); });
 }
 
 void send(Communicator& c, const Buffer& buf, int peer, cudaStream_t stream) {
   check_device(c, buf, "sendbuf");
   check_peer(c, peer);
-  submit(c, ncclSend(buf.ptr, buf.count, buf.type, peer, c.get(), stream), "ncclSend");
+  submit(c, "ncclSend", [&] { return ncclSend(buf.ptr, buf.count, buf.type, peer, c.get(), stream); });
 }
 
 void recv(Communicator& c, const Buffer& buf, int peer, cudaStream_t stream) {
   check_device(c, buf, "recvbuf");
   check_peer(c, peer);
-  submit(c, ncclRecv(buf.ptr, buf.count, buf.type, peer, c.get(), stream), "ncclRecv");
+  submit(c, "ncclRecv", [&] { return ncclRecv(buf.ptr, buf.count, buf.type, peer, c.get(), stream); });
 }
 
 void group_start() {
@@ -207,13 +201,21 @@ void group_start() {
 void group_end() {
   NCCL_CORE_REQUIRE(t_depth > 0, "group_end() without a matching group_start()");
   --t_depth;
-  ncclResult_t r = ncclGroupEnd();
   if (t_depth > 0) {
-    api::check(r, "ncclGroupEnd", nullptr);
+    api::check(ncclGroupEnd(), "ncclGroupEnd", nullptr);
     return;
   }
   std::vector<std::shared_ptr<Communicator>> members;
   members.swap(t_members);
+  // The outermost end launches everything: bounded like any blocking call.
+  std::optional<HostCall> guard;
+  if (!members.empty()) {
+    guard.emplace(*members[0], "ncclGroupEnd");
+  }
+  ncclResult_t r = ncclGroupEnd();
+  if (guard) {
+    guard->rethrow_if_expired();
+  }
   bool pending = api::check(r, "ncclGroupEnd", members.empty() ? nullptr : members[0]->get());
   if (pending) {
     for (auto& m : members) {

@@ -69,7 +69,7 @@ std::shared_ptr<RegisteredBuffer> RegisteredBuffer::create(
   NCCL_CORE_REQUIRE(size > 0, "register_buffer: the buffer is empty");
   ncclComm_t c = comm->get();
   void* handle = nullptr;
-  comm->call(ncclCommRegister(c, ptr, size, &handle), "ncclCommRegister");
+  comm->run("ncclCommRegister", [&] { return ncclCommRegister(c, ptr, size, &handle); });
   comm->wait_ready("ncclCommRegister");
   std::shared_ptr<RegisteredBuffer> buf(
       new RegisteredBuffer(comm, ptr, size, handle, std::move(keep)));
@@ -83,7 +83,7 @@ void* RegisteredBuffer::handle() const {
 }
 
 void RegisteredBuffer::release(Communicator& comm) {
-  comm.call(ncclCommDeregister(comm.get(), handle_), "ncclCommDeregister");
+  comm.run("ncclCommDeregister", [&] { return ncclCommDeregister(comm.get(), handle_); });
 }
 
 // --- Window -----------------------------------------------------------------
@@ -102,7 +102,8 @@ std::shared_ptr<Window> Window::create(const std::shared_ptr<Communicator>& comm
   NCCL_CORE_REQUIRE(size > 0, "register_window: the buffer is empty");
   ncclComm_t c = comm->get();
   ncclWindow_t win = nullptr;
-  comm->call(ncclCommWindowRegister(c, ptr, size, &win, flags), "ncclCommWindowRegister");
+  comm->run("ncclCommWindowRegister",
+            [&] { return ncclCommWindowRegister(c, ptr, size, &win, flags); });
   // On a non-blocking communicator the registration may still be running
   // (and `win` unset) even when the call returned ncclSuccess.
   comm->wait_ready("ncclCommWindowRegister");
@@ -195,7 +196,8 @@ std::optional<void*> Window::lsa_multimem_pointer(size_t offset) const {
 }
 
 void Window::release(Communicator& comm) {
-  comm.call(ncclCommWindowDeregister(comm.get(), win_), "ncclCommWindowDeregister");
+  comm.run("ncclCommWindowDeregister",
+           [&] { return ncclCommWindowDeregister(comm.get(), win_); });
 }
 
 // --- CustomRedOp ------------------------------------------------------------

@@ -34,6 +34,11 @@ void bind_backend(py::module_& m) {
                      "fails the pending work but keeps it for dist.shrink_group(..., "
                      "SHRINK_ABORT)")
       .def_property(
+          "blocking", [](const GroupOptions& o) { return o.config.blocking; },
+          [](GroupOptions& o, bool v) { o.config.blocking = v; },
+          "Blocking NCCL communicator (default, fastest host path); False selects NCCL's "
+          "non-blocking mode (every group end on a new thread; init aborted on timeout)")
+      .def_property(
           "cga_cluster_size", [](const GroupOptions& o) { return o.config.cga_cluster_size; },
           [](GroupOptions& o, int v) { o.config.cga_cluster_size = v; })
       .def_property(

@@ -255,3 +255,18 @@ def test_error_handling_rejects_unknown_values():
         env_settings({"NCCL_CORE_ERROR_HANDLING": "ignore"})
     with pytest.raises(ValueError, match="TORCH_NCCL_ASYNC_ERROR_HANDLING"):
         env_settings({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "7"})
+
+
+@pytest.mark.parametrize("name", ["NCCL_CORE_COMM_NONBLOCKING", "TORCH_NCCL_USE_COMM_NONBLOCKING"])
+@pytest.mark.parametrize("text,blocking", [("1", False), ("0", True)])
+def test_nonblocking_communicators_on_request(name, text, blocking):
+    assert env_settings({name: text}) == {"blocking": blocking}
+
+
+def test_communicators_are_blocking_by_default():
+    from nccl_core_backend.options import make_options
+
+    opts = make_options(None, env={})
+    assert opts.blocking is True
+    opts = make_options(None, env={"NCCL_CORE_COMM_NONBLOCKING": "1"})
+    assert opts.blocking is False

@@ -1,0 +1,40 @@
+// Bounds NCCL host calls that can wait on peers.
+//
+// On a blocking communicator, a call such as the first collective (which
+// sets up connections), a window registration or a split returns only when
+// the peers take part.  A missing peer would hang the caller forever.  A
+// HostCall scope registers the call with one process-wide monitor thread;
+// if it is still running when the communicator's timeout expires, the
+// monitor aborts the communicator (NCCL then returns from the call with an
+// error) and the scope reports which call timed out.  Non-blocking
+// communicators need none of this (their waits poll with a deadline), so
+// the scope costs nothing there.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace nccl_core {
+
+class Communicator;
+
+class HostCall {
+ public:
+  HostCall(Communicator& comm, const char* what);
+  ~HostCall();
+  HostCall(const HostCall&) = delete;
+  HostCall& operator=(const HostCall&) = delete;
+
+  // True if the monitor aborted the communicator while this call ran.
+  bool expired() const;
+  // Throws NcclError naming the call if it expired; otherwise nothing.
+  void rethrow_if_expired() const;
+
+ private:
+  uint64_t id_ = 0;
+  const char* what_;
+  long long timeout_ms_ = 0;
+};
+
+} // namespace nccl_core
