@@ -3,6 +3,7 @@ soak runs that must not leak, and two threads on two groups at once."""
 
 from __future__ import annotations
 
+import ctypes
 import datetime
 import gc
 import os
@@ -178,6 +179,9 @@ def _fds() -> int:
     return len(os.listdir("/proc/self/fd"))
 
 
+_LIBC = ctypes.CDLL("libc.so.6")
+
+
 class _Usage:
     """Device memory, NCCL live bytes, RSS and fds before and after a phase."""
 
@@ -187,6 +191,9 @@ class _Usage:
     def snap(self):
         gc.collect()
         torch.cuda.synchronize()
+        # Memory glibc keeps cached for reuse is not a leak: hand it back
+        # first, so RSS shows what is still held (scripts/diag_group_rss.py).
+        _LIBC.malloc_trim(0)
         return (torch.cuda.mem_get_info(self.ctx.device)[0], nc._C._mem_live_bytes(), _rss(), _fds())
 
     def phase(self, name, fn, rss_limit_mib):
