@@ -25,6 +25,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 import nccl_core_backend as nc  # noqa: E402
+from sidebyside import init_side_by_side  # noqa: E402  (bench/ is on sys.path when run)
 
 OPS = ["all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single",
        "broadcast"]
@@ -223,13 +224,8 @@ def main() -> None:
     p.add_argument("--max-bytes", type=int, default=1 << 30)
     p.add_argument("--ops", default=",".join(OPS))
     args = p.parse_args()
-    local = int(os.environ["LOCAL_RANK"])
-    device = torch.device("cuda", local)
-    torch.cuda.set_device(device)
-    # No device_id: torch 2.11 would try to split the nccl group from ours.
-    dist.init_process_group("cpu:gloo,cuda:nccl_core")
-    rank, world = dist.get_rank(), dist.get_world_size()
-    groups = {"nccl_core": dist.group.WORLD, "nccl": dist.new_group(backend="nccl")}
+    device, rank, world, nccl_group = init_side_by_side()
+    groups = {"nccl_core": dist.group.WORLD, "nccl": nccl_group}
     ctrl = dist.new_group(backend="gloo")
     allocs = {"plain": lambda n, dt, dev: torch.empty(n, dtype=dt, device=dev),
               "nccl_mem": lambda n, dt, dev: nc.torch.empty(n, dtype=dt, device=dev)}

@@ -20,22 +20,14 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 import nccl_core_backend as nc  # noqa: E402
+from sidebyside import gpu_seconds, init_side_by_side  # noqa: E402  (bench/ is on sys.path when run)
 
 SIZES = [8 << (2 * i) for i in range(13)] + [256 << 20]  # 8 B .. 128 MiB, 256 MiB
 
 
 def timed(fn, iters: int) -> float:
     """Seconds per iteration of fn(), measured on the current stream."""
-    fn()
-    torch.cuda.synchronize()
-    dist.barrier()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(iters):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / 1e3 / iters
+    return gpu_seconds(fn, iters, warmup=1, barrier=True)
 
 
 def main() -> None:
@@ -43,14 +35,7 @@ def main() -> None:
     p.add_argument("--out", default="")
     p.add_argument("--max-bytes", type=int, default=256 << 20)
     args = p.parse_args()
-    local = int(os.environ["LOCAL_RANK"])
-    device = torch.device("cuda", local)
-    torch.cuda.set_device(device)
-    # No device_id: with a bound device, torch 2.11's new_group(backend="nccl")
-    # tries to split the nccl group from the default group's (nccl_core) backend.
-    dist.init_process_group("cpu:gloo,cuda:nccl_core")
-    rank = dist.get_rank()
-    nccl_pg = dist.new_group(backend="nccl")
+    device, rank, _, nccl_pg = init_side_by_side()
     comm = nc.get_communicator()
     sizes = [s for s in SIZES if s <= args.max_bytes]
     window_bytes = max(sizes) * 2

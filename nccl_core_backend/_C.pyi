@@ -9,7 +9,13 @@ import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import Backend, Store
 
-from nccl_core_backend.constants import NcclCommMemStat, Result, WindowFlag
+from nccl_core_backend.constants import (
+    NcclCommMemStat,
+    NcclGinConnectionType,
+    NcclGinType,
+    Result,
+    WindowFlag,
+)
 from nccl_core_backend.rma import WaitSignalDesc
 
 
@@ -97,6 +103,36 @@ class CustomRedOp(CommResource):
     @property
     def reduce_op(self) -> dist.ReduceOp: ...
 
+class NCCLDevCommRequirements:
+    lsa_multimem: bool
+    barrier_count: int
+    lsa_barrier_count: int
+    rail_gin_barrier_count: int
+    lsa_ll_a2a_block_count: int
+    lsa_ll_a2a_slot_count: int
+    gin_force_enable: bool
+    gin_context_count: int
+    gin_signal_count: int
+    gin_counter_count: int
+    gin_connection_type: NcclGinConnectionType
+    gin_exclusive_contexts: bool
+    gin_queue_depth: int
+    def __init__(self, *, lsa_multimem: bool = False, barrier_count: int = 0,
+                 lsa_barrier_count: int = 0, rail_gin_barrier_count: int = 0,
+                 lsa_ll_a2a_block_count: int = 0, lsa_ll_a2a_slot_count: int = 0,
+                 gin_force_enable: bool = False, gin_context_count: int = 0,
+                 gin_signal_count: int = 0, gin_counter_count: int = 0,
+                 gin_connection_type: NcclGinConnectionType | int = 0,
+                 gin_exclusive_contexts: bool = False, gin_queue_depth: int = 0) -> None: ...
+
+class DevCommResource(CommResource):
+    @property
+    def ptr(self) -> int: ...
+    @property
+    def dev_comm(self) -> DevCommResource: ...
+    @property
+    def requirements(self) -> NCCLDevCommRequirements: ...
+
 class Communicator:
     @property
     def rank(self) -> int: ...
@@ -148,3 +184,16 @@ class Communicator:
     def shrink(self, exclude_ranks: Sequence[int] | None = None, config: Options | None = None,
                flag: int = 0) -> Communicator: ...
     def _resource_count(self) -> int: ...
+    def create_dev_comm(self,
+                        requirements: NCCLDevCommRequirements | None = None) -> DevCommResource: ...
+    @property
+    def gin_type(self) -> NcclGinType: ...
+    @property
+    def railed_gin_type(self) -> NcclGinType: ...
+
+def _device_all_reduce(dev_comm: DevCommResource, window: RegisteredWindowHandle, out: BufferLike,
+                       offset: int, op: int, stream: StreamLike) -> None: ...
+def _device_all_gather(dev_comm: DevCommResource, window: RegisteredWindowHandle, out: BufferLike,
+                       offset: int, stream: StreamLike) -> None: ...
+def _device_kernels_available() -> bool: ...
+def _device_kernels_mismatch() -> str: ...

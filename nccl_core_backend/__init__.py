@@ -78,11 +78,14 @@ if TYPE_CHECKING:
         CommResource,
         Communicator,
         CustomRedOp,
+        DevCommResource,
+        NCCLDevCommRequirements,
         Options,
         ProcessGroupNcclCore,
         RegisteredBufferHandle,
         RegisteredWindowHandle,
     )
+    from nccl_core_backend import device
     from nccl_core_backend.interop import cupy, torch
 
 # The C++ extension loads on first use, not here: the ``torch.backends`` entry
@@ -96,8 +99,14 @@ _LAZY_EXT = (
     "RegisteredBufferHandle",
     "RegisteredWindowHandle",
     "CustomRedOp",
+    "DevCommResource",
+    "NCCLDevCommRequirements",
 )
-_LAZY_MODULES = {"torch": "nccl_core_backend.interop.torch", "cupy": "nccl_core_backend.interop.cupy"}
+_LAZY_MODULES = {
+    "torch": "nccl_core_backend.interop.torch",
+    "cupy": "nccl_core_backend.interop.cupy",
+    "device": "nccl_core_backend.device",
+}
 
 
 def __getattr__(name: str):
@@ -136,6 +145,7 @@ __all__ = [
     "Communicator",
     "CustomRedOp",
     "DOUBLE",
+    "DevCommResource",
     "FLOAT",
     "FLOAT16",
     "FLOAT32",
@@ -149,6 +159,7 @@ __all__ = [
     "INT8",
     "MAX",
     "MIN",
+    "NCCLDevCommRequirements",
     "NCCL_SPLIT_NOCOLOR",
     "NcclCommMemStat",
     "NcclDataType",
@@ -172,6 +183,7 @@ __all__ = [
     "WaitSignalDesc",
     "WindowFlag",
     "cupy",
+    "device",
     "get_backend",
     "get_communicator",
     "get_error_string",

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Builds nccl_core and runs the whole GPU suite on every visible GPU, in one
-# command (for the GPU host).  Logs go to ${OUT:-out}/; ends with pytest's
-# pass/fail/skip summary.
+# command (for the GPU host).  Logs are written under a work folder and packed
+# into ${OUT:-out}/logs.tgz (the device tool returns few files); the pytest
+# summaries are also copied to ${OUT:-out}/.  Ends with pass/fail/skip counts.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 export PYTHONUNBUFFERED=1
-LOG_DIR=${OUT:-out}
-mkdir -p "$LOG_DIR"
+DEST=${OUT:-out}
+LOG_DIR=$(mktemp -d /tmp/nccl_core_gpu_logs.XXXX)
+mkdir -p "$DEST"
+trap 'tar czf "$DEST/logs.tgz" -C "$LOG_DIR" . 2>/dev/null; cp "$LOG_DIR"/pytest-*.log "$DEST/" 2>/dev/null' EXIT
 export NCCL_CORE_GPU_LOG_DIR="$LOG_DIR"
 {
   echo "== host"; nvidia-smi -L; python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version(), 'gpus', torch.cuda.device_count())"

@@ -147,3 +147,9 @@ def test_elastic_shrink_survives_a_killed_rank():
         with open(os.path.join(log_dir, "example_elastic_shrink.log"), "w") as f:
             f.write(out)
     assert p.returncode == 0 and "3 ranks left" in out, out[-6000:]
+
+
+def test_device_kernel_extension():
+    """A user's CUDA extension takes DevCommResource.ptr and a window."""
+    _need(4)
+    assert "-> OK" in _run("examples/device_kernel/run.py", 4, timeout=600)

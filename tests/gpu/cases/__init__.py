@@ -12,4 +12,5 @@ from tests.gpu.cases import (  # noqa: F401
     memory,
     rma,
     reliability,
+    device,
 )

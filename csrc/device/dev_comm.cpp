@@ -1,0 +1,199 @@
+#include "device/dev_comm.h"
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+
+#include "comm/communicator.h"
+#include "nccl/api.h"
+#include "nccl/newer.h"
+
+namespace nccl_core {
+
+namespace {
+
+constexpr int k2_29_2 = api::version_code(2, 29, 2);
+constexpr int k2_29_7 = api::version_code(2, 29, 7);
+constexpr unsigned kApiMagic = 0xcafebeefu;
+constexpr size_t kDevCommBytes = 16 * 1024;
+
+// ncclDevCommRequirements as NCCL 2.28 lays it out (unversioned).
+struct Requirements228 {
+  void* resource_requirements = nullptr;
+  void* team_requirements = nullptr;
+  bool lsa_multimem = false;
+  int barrier_count = 0, lsa_barrier_count = 0, rail_gin_barrier_count = 0;
+  int lsa_ll_a2a_block_count = 0, lsa_ll_a2a_slot_count = 0;
+  bool gin_force_enable = false;
+  int gin_context_count = 0, gin_signal_count = 0, gin_counter_count = 0;
+};
+
+// The versioned struct of NCCL 2.29.7; 2.29.2 reads it up to gin_counter_count.
+struct Requirements229 {
+  size_t size = 0;
+  unsigned magic = kApiMagic;
+  unsigned version = 0;
+  void* resource_requirements = nullptr;
+  void* team_requirements = nullptr;
+  bool lsa_multimem = false;
+  int barrier_count = 0, lsa_barrier_count = 0, rail_gin_barrier_count = 0;
+  int lsa_ll_a2a_block_count = 0, lsa_ll_a2a_slot_count = 0;
+  bool gin_force_enable = false;
+  int gin_context_count = 0, gin_signal_count = 0, gin_counter_count = 0;
+  int gin_connection_type = 0;
+  bool gin_exclusive_contexts = false;
+  int gin_queue_depth = 0;
+};
+
+// ncclCommProperties of NCCL 2.29.7 (2.29.2 ends before host_rma_support).
+struct Properties229 {
+  size_t size = 0;
+  unsigned magic = kApiMagic;
+  unsigned version = 0;
+  int rank = 0, nranks = 0, cuda_dev = 0, nvml_dev = 0;
+  bool device_api_support = false, multimem_support = false;
+  int gin_type = 0;
+  int n_lsa_teams = 0;
+  bool host_rma_support = false;
+  int railed_gin_type = 0;
+};
+
+using DevCommCreateFn = ncclResult_t(ncclComm_t, const void*, void*);
+using DevCommDestroyFn = ncclResult_t(ncclComm_t, const void*);
+using QueryPropertiesFn = ncclResult_t(ncclComm_t, void*);
+
+template <class R>
+void copy_common(const DevCommRequirements& q, R& r) {
+  r.lsa_multimem = q.lsa_multimem;
+  r.barrier_count = q.barrier_count;
+  r.lsa_barrier_count = q.lsa_barrier_count;
+  r.rail_gin_barrier_count = q.rail_gin_barrier_count;
+  r.lsa_ll_a2a_block_count = q.lsa_ll_a2a_block_count;
+  r.lsa_ll_a2a_slot_count = q.lsa_ll_a2a_slot_count;
+  r.gin_force_enable = q.gin_force_enable;
+  r.gin_context_count = q.gin_context_count;
+  r.gin_signal_count = q.gin_signal_count;
+  r.gin_counter_count = q.gin_counter_count;
+}
+
+Properties229 query_properties(Communicator& comm, int needed, const char* feature) {
+  auto fn = api::require<QueryPropertiesFn>("ncclCommQueryProperties", feature, needed);
+  int v = api::loaded_version();
+  if (v < needed) {
+    throw NcclUnsupported(concat(feature, " needs NCCL ", api::version_string(needed),
+                                 " or newer; the loaded NCCL is ", api::version_string(v)));
+  }
+  Properties229 p;
+  bool full = v >= k2_29_7;
+  p.size = full ? sizeof(Properties229) : offsetof(Properties229, host_rma_support);
+  p.version = static_cast<unsigned>(full ? k2_29_7 : k2_29_2);
+  ncclComm_t c = comm.get();
+  NCCL_CORE_CHECK(c, fn(c, &p));
+  return p;
+}
+
+void refuse_multimem(Communicator& comm) {
+  const char* env = std::getenv("NCCL_NVLS_ENABLE");
+  if (env != nullptr && std::strcmp(env, "0") == 0) {
+    throw NcclUnsupported(
+        "create_dev_comm: lsa_multimem needs NVLink multicast (NVLS), which is disabled in "
+        "this process (NCCL_NVLS_ENABLE=0)");
+  }
+  if (api::loaded_version() >= k2_29_2 && !query_properties(comm, k2_29_2, "multimem").multimem_support) {
+    throw NcclUnsupported(
+        "create_dev_comm: lsa_multimem needs NVLink multicast, which this communicator does "
+        "not support (ncclCommQueryProperties: multimemSupport = false)");
+  }
+}
+
+} // namespace
+
+void DevCommRequirements::validate() const {
+  const std::pair<const char*, int> counts[] = {
+      {"barrier_count", barrier_count},
+      {"lsa_barrier_count", lsa_barrier_count},
+      {"rail_gin_barrier_count", rail_gin_barrier_count},
+      {"lsa_ll_a2a_block_count", lsa_ll_a2a_block_count},
+      {"lsa_ll_a2a_slot_count", lsa_ll_a2a_slot_count},
+      {"gin_context_count", gin_context_count},
+      {"gin_signal_count", gin_signal_count},
+      {"gin_counter_count", gin_counter_count},
+      {"gin_queue_depth", gin_queue_depth},
+  };
+  for (const auto& [name, value] : counts) {
+    NCCL_CORE_REQUIRE(value >= 0, "NCCLDevCommRequirements.", name, " must be >= 0, got ", value);
+  }
+  NCCL_CORE_REQUIRE(gin_connection_type >= 0 && gin_connection_type <= 2,
+                    "NCCLDevCommRequirements.gin_connection_type must be an "
+                    "NcclGinConnectionType (0, 1 or 2), got ",
+                    gin_connection_type);
+}
+
+DevComm::DevComm(std::shared_ptr<Communicator> comm, const DevCommRequirements& req)
+    : Resource(std::move(comm), "DevCommResource"),
+      req_(req),
+      storage_(kDevCommBytes / sizeof(uint64_t), 0) {}
+
+std::shared_ptr<DevComm> DevComm::create(const std::shared_ptr<Communicator>& comm,
+                                         const DevCommRequirements& req) {
+  req.validate();
+  auto create_fn = api::require<DevCommCreateFn>("ncclDevCommCreate", "create_dev_comm",
+                                                 newer::kDeviceApiVersion);
+  int v = api::loaded_version();
+  if (v < k2_29_7) {
+    const char* newer_field = req.gin_connection_type != 0 ? "gin_connection_type"
+                              : req.gin_exclusive_contexts ? "gin_exclusive_contexts"
+                              : req.gin_queue_depth != 0   ? "gin_queue_depth"
+                                                           : nullptr;
+    if (newer_field != nullptr) {
+      throw NcclUnsupported(concat("NCCLDevCommRequirements.", newer_field, " needs NCCL ",
+                                   api::version_string(k2_29_7), " or newer; the loaded NCCL is ",
+                                   api::version_string(v)));
+    }
+  }
+  if (req.lsa_multimem) {
+    refuse_multimem(*comm);
+  }
+  std::shared_ptr<DevComm> dc(new DevComm(comm, req));
+  ncclComm_t c = comm->get();
+  void* out = dc->storage_.data();
+  if (v >= k2_29_2) {
+    Requirements229 r;
+    copy_common(req, r);
+    bool full = v >= k2_29_7;
+    r.size = full ? sizeof(Requirements229) : offsetof(Requirements229, gin_connection_type);
+    r.version = static_cast<unsigned>(full ? k2_29_7 : k2_29_2);
+    r.gin_connection_type = req.gin_connection_type;
+    r.gin_exclusive_contexts = req.gin_exclusive_contexts;
+    r.gin_queue_depth = req.gin_queue_depth;
+    comm->run("ncclDevCommCreate", [&] { return create_fn(c, &r, out); });
+  } else {
+    Requirements228 r;
+    copy_common(req, r);
+    comm->run("ncclDevCommCreate", [&] { return create_fn(c, &r, out); });
+  }
+  comm->wait_ready("ncclDevCommCreate");
+  comm->track(dc);
+  return dc;
+}
+
+const void* DevComm::ptr() const {
+  ensure_valid();
+  return storage_.data();
+}
+
+void DevComm::release(Communicator& comm) {
+  auto destroy_fn = api::require<DevCommDestroyFn>("ncclDevCommDestroy", "DevCommResource.close",
+                                                   newer::kDeviceApiVersion);
+  ncclComm_t c = comm.get();
+  comm.run("ncclDevCommDestroy", [&] { return destroy_fn(c, storage_.data()); });
+}
+
+int gin_type(Communicator& comm, bool railed) {
+  if (railed) {
+    return query_properties(comm, k2_29_7, "Communicator.railed_gin_type").railed_gin_type;
+  }
+  return query_properties(comm, k2_29_2, "Communicator.gin_type").gin_type;
+}
+
+} // namespace nccl_core

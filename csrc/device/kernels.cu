@@ -1,0 +1,259 @@
+#include "device/collectives.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <nccl_device.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "comm/communicator.h"
+#include "comm/resources.h"
+#include "device/dev_comm.h"
+#include "nccl/api.h"
+
+namespace nccl_core {
+namespace device {
+
+namespace {
+
+constexpr int kMaxPeers = 16;
+constexpr int kThreads = 512;
+constexpr int kMaxBlocks = 32;
+
+template <class T> struct Acc { using type = T; };
+template <> struct Acc<__half> { using type = float; };
+template <> struct Acc<__nv_bfloat16> { using type = float; };
+
+// Explicit conversions: torch builds with __CUDA_NO_HALF_CONVERSIONS__.
+template <class T>
+__device__ __forceinline__ typename Acc<T>::type to_acc(T v) {
+  return static_cast<typename Acc<T>::type>(v);
+}
+template <>
+__device__ __forceinline__ float to_acc<__half>(__half v) { return __half2float(v); }
+template <>
+__device__ __forceinline__ float to_acc<__nv_bfloat16>(__nv_bfloat16 v) {
+  return __bfloat162float(v);
+}
+template <class T>
+__device__ __forceinline__ T from_acc(typename Acc<T>::type v) { return static_cast<T>(v); }
+template <>
+__device__ __forceinline__ __half from_acc<__half>(float v) { return __float2half(v); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_acc<__nv_bfloat16>(float v) {
+  return __float2bfloat16(v);
+}
+
+template <int Op, class A>
+__device__ __forceinline__ A combine(A a, A b) {
+  if constexpr (Op == ncclProd) {
+    return a * b;
+  } else if constexpr (Op == ncclMax) {
+    return a > b ? a : b;
+  } else if constexpr (Op == ncclMin) {
+    return a < b ? a : b;
+  } else {
+    return a + b;  // Sum, and Avg before its division
+  }
+}
+
+// One 16-byte pack of T, so peers' memory is read in wide NVLink loads.
+template <class T>
+union Pack {
+  uint4 raw;
+  T v[16 / sizeof(T)];
+};
+
+// Reduces `n_packs` packs (Vec) or elements (!Vec) read from every peer.
+template <class T, int Op, bool Vec>
+__global__ void lsa_all_reduce(ncclDevComm comm, ncclWindow_t win, size_t offset, T* out,
+                               size_t n, typename Acc<T>::type avg_scale) {
+  using A = typename Acc<T>::type;
+  ncclCoopCta cta;
+  ncclLsaBarrierSession<ncclCoopCta> bar(cta, comm, ncclTeamTagLsa(), blockIdx.x);
+  bar.sync(cta, cuda::memory_order_acq_rel);
+  const int peers = comm.lsaSize;
+  const T* src[kMaxPeers];
+  for (int p = 0; p < peers; ++p) {
+    src[p] = static_cast<const T*>(ncclGetLsaPointer(win, offset, p));
+  }
+  size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+    if constexpr (Vec) {
+      constexpr int V = 16 / sizeof(T);
+      A acc[V];
+      Pack<T> in;
+      in.raw = reinterpret_cast<const uint4*>(src[0])[i];
+      for (int k = 0; k < V; ++k) acc[k] = to_acc(in.v[k]);
+      for (int p = 1; p < peers; ++p) {
+        in.raw = reinterpret_cast<const uint4*>(src[p])[i];
+        for (int k = 0; k < V; ++k) acc[k] = combine<Op>(acc[k], to_acc(in.v[k]));
+      }
+      Pack<T> res;
+      for (int k = 0; k < V; ++k) {
+        res.v[k] = from_acc<T>(Op == ncclAvg ? acc[k] * avg_scale : acc[k]);
+      }
+      reinterpret_cast<uint4*>(out)[i] = res.raw;
+    } else {
+      A acc = to_acc(src[0][i]);
+      for (int p = 1; p < peers; ++p) acc = combine<Op>(acc, to_acc(src[p][i]));
+      out[i] = from_acc<T>(Op == ncclAvg ? acc * avg_scale : acc);
+    }
+  }
+  bar.sync(cta, cuda::memory_order_acq_rel);
+}
+
+// Copies every peer's `n` packs (Vec: uint4, else bytes) into out[peer].
+template <bool Vec>
+__global__ void lsa_all_gather(ncclDevComm comm, ncclWindow_t win, size_t offset, void* out,
+                               size_t n) {
+  using U = typename std::conditional<Vec, uint4, unsigned char>::type;
+  ncclCoopCta cta;
+  ncclLsaBarrierSession<ncclCoopCta> bar(cta, comm, ncclTeamTagLsa(), blockIdx.x);
+  bar.sync(cta, cuda::memory_order_acq_rel);
+  const int peers = comm.lsaSize;
+  size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (int p = 0; p < peers; ++p) {
+    const U* src = static_cast<const U*>(ncclGetLsaPointer(win, offset, p));
+    U* dst = static_cast<U*>(out) + static_cast<size_t>(p) * n;
+    for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+      dst[i] = src[i];
+    }
+  }
+  bar.sync(cta, cuda::memory_order_acq_rel);
+}
+
+const ncclDevComm& dev_comm_of(const DevComm& dc) {
+  return *static_cast<const ncclDevComm*>(dc.ptr());
+}
+
+// Checks shared by both collectives; returns the number of blocks to launch.
+int prepare(const DevComm& dc, const Window& win, size_t offset, size_t bytes, size_t work,
+            const char* what) {
+  NCCL_CORE_REQUIRE(device_kernels_match_loaded_nccl(), device_kernels_mismatch_message());
+  const ncclDevComm& comm = dev_comm_of(dc);  // throws if closed
+  NCCL_CORE_REQUIRE(win.is_valid(), "RegisteredWindowHandle has been closed and is no longer valid");
+  NCCL_CORE_REQUIRE(dc.owner() != nullptr && dc.owner() == win.owner(),
+                    what, ": the device communicator and the window belong to different "
+                    "communicators");
+  NCCL_CORE_REQUIRE(comm.lsaSize == comm.nRanks, what, " needs every rank reachable by "
+                    "load/store; the LSA team has ", comm.lsaSize, " of ", comm.nRanks, " ranks");
+  NCCL_CORE_REQUIRE(comm.lsaSize <= kMaxPeers, what, " supports up to ", kMaxPeers,
+                    " ranks, got ", comm.lsaSize);
+  NCCL_CORE_REQUIRE(offset <= win.size() && bytes <= win.size() - offset, what, ": ", bytes,
+                    " bytes at offset ", offset, " do not fit in the window of ", win.size(),
+                    " bytes");
+  int barriers = dc.requirements().lsa_barrier_count;
+  NCCL_CORE_REQUIRE(barriers >= 1, what, " needs a device communicator with "
+                    "lsa_barrier_count >= 1 (one barrier per thread block)");
+  size_t wanted = (work + kThreads * 4 - 1) / (kThreads * 4);
+  return static_cast<int>(std::max<size_t>(1, std::min<size_t>({wanted, size_t(barriers),
+                                                                 size_t(kMaxBlocks)})));
+}
+
+bool aligned16(size_t v) { return v % 16 == 0; }
+
+template <class T, int Op>
+void launch_reduce(const ncclDevComm& comm, ncclWindow_t w, size_t offset, void* out,
+                   size_t count, int blocks, cudaStream_t stream) {
+  using A = typename Acc<T>::type;
+  A scale = static_cast<A>(1.0 / comm.nRanks);
+  bool vec = aligned16(offset) && aligned16(reinterpret_cast<uintptr_t>(out)) &&
+             aligned16(count * sizeof(T));
+  if (vec) {
+    lsa_all_reduce<T, Op, true><<<blocks, kThreads, 0, stream>>>(
+        comm, w, offset, static_cast<T*>(out), count * sizeof(T) / 16, scale);
+  } else {
+    lsa_all_reduce<T, Op, false><<<blocks, kThreads, 0, stream>>>(
+        comm, w, offset, static_cast<T*>(out), count, scale);
+  }
+  NCCL_CORE_CUDA_CHECK(cudaGetLastError());
+}
+
+template <class T>
+void dispatch_op(int op, const ncclDevComm& comm, ncclWindow_t w, size_t offset, void* out,
+                 size_t count, int blocks, cudaStream_t stream) {
+  switch (op) {
+    case ncclSum: return launch_reduce<T, ncclSum>(comm, w, offset, out, count, blocks, stream);
+    case ncclProd: return launch_reduce<T, ncclProd>(comm, w, offset, out, count, blocks, stream);
+    case ncclMax: return launch_reduce<T, ncclMax>(comm, w, offset, out, count, blocks, stream);
+    case ncclMin: return launch_reduce<T, ncclMin>(comm, w, offset, out, count, blocks, stream);
+    case ncclAvg:
+      if constexpr (std::is_floating_point<T>::value || std::is_same<T, __half>::value ||
+                    std::is_same<T, __nv_bfloat16>::value) {
+        return launch_reduce<T, ncclAvg>(comm, w, offset, out, count, blocks, stream);
+      }
+      break;
+    default:
+      break;
+  }
+  throw NcclInvalid(concat("device all_reduce: reduction operator ", op,
+                           " is not supported for this dtype (SUM, PROD, MAX, MIN; AVG for "
+                           "floating types)"));
+}
+
+} // namespace
+
+int built_nccl_version() { return NCCL_VERSION_CODE; }
+
+void all_reduce(const DevComm& dc, const Window& win, size_t offset, void* out, size_t count,
+                ncclDataType_t type, int op, cudaStream_t stream) {
+  size_t elem = type == ncclFloat64 || type == ncclInt64 || type == ncclUint64 ? 8
+                : type == ncclFloat16 || type == ncclBfloat16                   ? 2
+                : type == ncclInt8 || type == ncclUint8                         ? 1
+                                                                                : 4;
+  int blocks = prepare(dc, win, offset, count * elem, count, "device all_reduce");
+  if (count == 0) {
+    return;
+  }
+  const ncclDevComm& comm = dev_comm_of(dc);
+  ncclWindow_t w = win.handle();
+  switch (type) {
+    case ncclFloat32: return dispatch_op<float>(op, comm, w, offset, out, count, blocks, stream);
+    case ncclFloat64: return dispatch_op<double>(op, comm, w, offset, out, count, blocks, stream);
+    case ncclFloat16: return dispatch_op<__half>(op, comm, w, offset, out, count, blocks, stream);
+    case ncclBfloat16:
+      return dispatch_op<__nv_bfloat16>(op, comm, w, offset, out, count, blocks, stream);
+    case ncclInt32: return dispatch_op<int32_t>(op, comm, w, offset, out, count, blocks, stream);
+    case ncclInt64: return dispatch_op<int64_t>(op, comm, w, offset, out, count, blocks, stream);
+    case ncclUint8: return dispatch_op<uint8_t>(op, comm, w, offset, out, count, blocks, stream);
+    case ncclInt8: return dispatch_op<int8_t>(op, comm, w, offset, out, count, blocks, stream);
+    default:
+      throw NcclInvalid(concat("device all_reduce: unsupported dtype (NCCL type ", int(type),
+                               "); use float32/64, float16, bfloat16, int8/32/64 or uint8"));
+  }
+}
+
+void all_gather(const DevComm& dc, const Window& win, size_t offset, void* out, size_t bytes,
+                cudaStream_t stream) {
+  int blocks = prepare(dc, win, offset, bytes, bytes / 16 + 1, "device all_gather");
+  if (bytes == 0) {
+    return;
+  }
+  const ncclDevComm& comm = dev_comm_of(dc);
+  if (aligned16(offset) && aligned16(bytes) && aligned16(reinterpret_cast<uintptr_t>(out))) {
+    lsa_all_gather<true><<<blocks, kThreads, 0, stream>>>(comm, win.handle(), offset, out,
+                                                          bytes / 16);
+  } else {
+    lsa_all_gather<false><<<blocks, kThreads, 0, stream>>>(comm, win.handle(), offset, out,
+                                                           bytes);
+  }
+  NCCL_CORE_CUDA_CHECK(cudaGetLastError());
+}
+
+} // namespace device
+
+bool device_kernels_match_loaded_nccl() {
+  return api::loaded_version() / 100 == device::built_nccl_version() / 100;
+}
+
+std::string device_kernels_mismatch_message() {
+  return concat("the device kernels of nccl_core were compiled against NCCL ",
+                api::version_string(device::built_nccl_version()),
+                " headers, whose ncclDevComm layout differs from the loaded NCCL ",
+                api::version_string(api::loaded_version()),
+                "; rebuild nccl_core against the NCCL you load");
+}
+
+} // namespace nccl_core

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# The benchmarks, nccl_core against backend nccl in the same job (GPU host,
+# after scripts/gpu-test.sh has built the extension).  Results go to
+# ${OUT:-out}/bench.tgz; the markdown tables are printed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
+DEST=${OUT:-out}
+WORK=$(mktemp -d /tmp/nccl_core_bench.XXXX)
+mkdir -p "$DEST"
+trap 'tar czf "$DEST/bench.tgz" -C "$WORK" . 2>/dev/null' EXIT
+gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
+for n in 2 4; do
+  [ "$gpus" -ge "$n" ] || continue
+  echo "== collectives, $n GPUs"
+  timeout 300 torchrun --nproc-per-node=$n bench/collectives.py --out "$WORK/collectives-$n" \
+    > "$WORK/collectives-$n.log" 2>&1 || echo "collectives $n: exit $?"
+  cat "$WORK/collectives-$n/results.md" 2>/dev/null | grep -v "^$" | head -200
+  echo "== device all_reduce, $n GPUs"
+  timeout 120 torchrun --nproc-per-node=$n bench/device.py --out "$WORK/device-$n" \
+    > "$WORK/device-$n.log" 2>&1 || echo "device $n: exit $?"
+  cat "$WORK/device-$n/results.md" 2>/dev/null
+done
+echo "== rma, 2 GPUs"
+timeout 180 torchrun --nproc-per-node=2 bench/rma.py --out "$WORK/rma.json" > "$WORK/rma.log" 2>&1 \
+  || echo "rma: exit $?"
+tail -20 "$WORK/rma.log"

@@ -1,0 +1,201 @@
+"""Device communicators (issue 5): create_dev_comm and its resource life,
+requirements the loaded NCCL lacks, multimem refused with NVLS off, GIN type
+queries, and the device-API collectives checked against float64 references."""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+import nccl_core_backend as nc
+from nccl_core_backend import device
+from tests.gpu.cases.common import check, expect_raises, fail, make, reduce_ref, sanity
+from tests.gpu.registry import Skip, case
+
+DEVICE_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16,
+                 torch.int8, torch.uint8, torch.int32, torch.int64]
+DEVICE_OPS = {"SUM": nc.SUM, "PRODUCT": nc.PROD, "MIN": nc.MIN, "MAX": nc.MAX, "AVG": nc.AVG}
+FLOAT_TYPES = {torch.float32, torch.float64, torch.float16, torch.bfloat16}
+
+
+def _version() -> int:
+    major, minor, patch = nc.nccl_version()
+    return major * 10000 + minor * 100 + patch
+
+
+@case()
+def dev_comm_lifecycle(ctx):
+    comm = nc.get_communicator()
+    before = comm._resource_count()
+    a = comm.create_dev_comm()
+    b = comm.create_dev_comm(nc.NCCLDevCommRequirements(lsa_barrier_count=8, barrier_count=2))
+    if not (a.ptr and b.ptr and a.ptr != b.ptr):
+        fail(f"device communicators need distinct non-null pointers: {a.ptr:#x} {b.ptr:#x}")
+    if a.dev_comm.ptr != a.ptr:
+        fail("resource.dev_comm.ptr differs from resource.ptr")
+    if b.requirements.lsa_barrier_count != 8:
+        fail("requirements not kept on the resource")
+    if comm._resource_count() != before + 2:
+        fail(f"expected {before + 2} tracked resources, got {comm._resource_count()}")
+    b.close()
+    b.close()  # idempotent
+    expect_raises(nc.NcclInvalid, lambda: b.ptr, "closed")
+    if comm._resource_count() != before + 1:
+        fail("a closed device communicator is still tracked")
+    # The communicator releases the rest when it closes its resources.
+    with comm.create_dev_comm(nc.NCCLDevCommRequirements(lsa_barrier_count=1)) as c:
+        if not c.is_valid():
+            fail("context-managed device communicator not valid inside the block")
+    if c.is_valid():
+        fail("context manager did not close the device communicator")
+    sub = dist.new_group(list(range(ctx.world)))
+    sc = nc.get_communicator(sub)
+    d = sc.create_dev_comm(nc.NCCLDevCommRequirements(lsa_barrier_count=4))
+    dist.destroy_process_group(sub)
+    if d.is_valid():
+        fail("destroying the group did not release its device communicator")
+    a.close()
+    sanity(ctx)
+
+
+@case()
+def dev_comm_requirements_checked(ctx):
+    comm = nc.get_communicator()
+    expect_raises(nc.NcclInvalid, lambda: nc.NCCLDevCommRequirements(lsa_barrier_count=-1),
+                  "lsa_barrier_count")
+    expect_raises(nc.NcclInvalid, lambda: nc.NCCLDevCommRequirements(gin_connection_type=7),
+                  "gin_connection_type")
+    r = nc.NCCLDevCommRequirements(gin_connection_type=nc.NcclGinConnectionType.FULL)
+    if r.gin_connection_type != nc.NcclGinConnectionType.FULL:
+        fail("gin_connection_type does not round-trip as NcclGinConnectionType")
+    if _version() < 20907:
+        expect_raises(nc.NcclUnsupported, lambda: comm.create_dev_comm(r), "2.29.7")
+        expect_raises(nc.NcclUnsupported,
+                      lambda: comm.create_dev_comm(nc.NCCLDevCommRequirements(gin_queue_depth=8)),
+                      "gin_queue_depth")
+    # NVLink multicast is off on these machines: a clear error, never a crash.
+    expect_raises(nc.NcclUnsupported,
+                  lambda: comm.create_dev_comm(nc.NCCLDevCommRequirements(lsa_multimem=True)),
+                  "multicast")
+    sanity(ctx)
+
+
+@case()
+def gin_type_queries(ctx):
+    comm = nc.get_communicator()
+    if _version() < 20902:
+        expect_raises(nc.NcclUnsupported, lambda: comm.gin_type, "2.29.2")
+    else:
+        t = comm.gin_type
+        if not isinstance(t, nc.NcclGinType):
+            fail(f"gin_type returned {t!r}, not an NcclGinType")
+    if _version() < 20907:
+        expect_raises(nc.NcclUnsupported, lambda: comm.railed_gin_type, "2.29.7")
+    elif not isinstance(comm.railed_gin_type, nc.NcclGinType):
+        fail("railed_gin_type is not an NcclGinType")
+
+
+def _setup(n_bytes: int, barriers: int = 32):
+    comm = nc.get_communicator()
+    if not device.kernels_available():
+        raise Skip(nc._C._device_kernels_mismatch())
+    dev = comm.create_dev_comm(nc.NCCLDevCommRequirements(lsa_barrier_count=barriers))
+    buf = nc.torch.empty(n_bytes, dtype=torch.uint8, device=torch.device("cuda", comm.device))
+    win = comm.register_window(buf)
+    if win is None:
+        dev.close()
+        raise Skip("ncclCommWindowRegister returned NULL here")
+    return comm, dev, buf, win
+
+
+@case()
+def device_all_reduce_every_dtype_and_op(ctx):
+    w, d = ctx.world, ctx.device
+    comm, dev, buf, win = _setup(1 << 22)
+    try:
+        for n in (1, 1031, 4096, 65536 + 8):
+            for dtype in DEVICE_DTYPES:
+                elem = torch.empty(0, dtype=dtype).element_size()
+                for name, op in DEVICE_OPS.items():
+                    if name == "AVG" and dtype not in FLOAT_TYPES:
+                        continue
+                    inputs = [make(ctx, r, dtype, n=n, op=name, salt=n) for r in range(w)]
+                    # input at an element offset (not 16-byte aligned for odd offsets)
+                    offset = 3 if n == 1031 else 0
+                    view = buf[offset * elem:(offset + n) * elem].view(dtype)
+                    view.copy_(inputs[ctx.rank].to(d))
+                    out = torch.full((n,), 0, dtype=dtype, device=d)
+                    device.all_reduce(dev, win, out, offset=offset, op=op)
+                    ref = reduce_ref(inputs, name, dtype)
+                    check(out, ref, dtype, name, w, f"device all_reduce n={n} offset={offset}")
+        # torch.distributed.ReduceOp is accepted too.
+        x = torch.ones(256, device=d)
+        buf[:1024].view(torch.float32).copy_(x)
+        out = torch.empty_like(x)
+        device.all_reduce(dev, win, out, op=dist.ReduceOp.SUM)
+        if not torch.equal(out, x * w):
+            fail("device all_reduce with dist.ReduceOp.SUM is wrong")
+    finally:
+        win.close()
+        dev.close()
+    sanity(ctx)
+
+
+@case()
+def device_all_gather(ctx):
+    w, d = ctx.world, ctx.device
+    comm, dev, buf, win = _setup(1 << 22)
+    try:
+        for n in (1, 7, 1031, 65536):
+            for dtype in (torch.float32, torch.bfloat16, torch.int64, torch.uint8):
+                elem = torch.empty(0, dtype=dtype).element_size()
+                inputs = [make(ctx, r, dtype, n=n, salt=n + 1) for r in range(w)]
+                offset = 5 if n == 7 else 0
+                buf[offset * elem:(offset + n) * elem].view(dtype).copy_(inputs[ctx.rank].to(d))
+                out = torch.zeros(w * n, dtype=dtype, device=d)
+                device.all_gather(dev, win, out, offset=offset)
+                if not torch.equal(out.cpu(), torch.cat(inputs)):
+                    fail(f"device all_gather n={n} dtype={dtype} offset={offset} wrong")
+    finally:
+        win.close()
+        dev.close()
+    sanity(ctx)
+
+
+@case()
+def device_collectives_bad_input(ctx):
+    d = ctx.device
+    comm, dev, buf, win = _setup(1 << 16)
+    other = torch.device("cuda", (d.index + 1) % torch.cuda.device_count())
+    no_barriers = comm.create_dev_comm()
+    try:
+        out = torch.empty(1024, device=d)
+        expect_raises(nc.NcclInvalid, lambda: device.all_reduce(dev, win, torch.empty(1 << 15, device=d)),
+                      "do not fit")
+        expect_raises(nc.NcclInvalid, lambda: device.all_reduce(dev, win, out, offset=1 << 14),
+                      "do not fit")
+        expect_raises(nc.NcclInvalid, lambda: device.all_reduce(dev, win, out, offset=-1), ">= 0")
+        expect_raises(nc.NcclInvalid, lambda: device.all_reduce(dev, win, torch.empty(8, device=other)),
+                      "device")
+        expect_raises(nc.NcclInvalid,
+                      lambda: device.all_reduce(dev, win, out.to(torch.int32), op=nc.AVG), "AVG")
+        expect_raises(nc.NcclInvalid, lambda: device.all_reduce(dev, win, out, op=17), "operator")
+        expect_raises(nc.NcclInvalid, lambda: device.all_reduce(no_barriers, win, out),
+                      "lsa_barrier_count")
+        expect_raises(nc.NcclInvalid,
+                      lambda: device.all_gather(dev, win, torch.empty(ctx.world * 4 + 1, device=d)),
+                      "multiple")
+        sub = dist.new_group(list(range(ctx.world)))
+        foreign = nc.get_communicator(sub).create_dev_comm(nc.NCCLDevCommRequirements(lsa_barrier_count=1))
+        expect_raises(nc.NcclInvalid, lambda: device.all_reduce(foreign, win, out),
+                      "different communicators")
+        dist.destroy_process_group(sub)
+        closed = comm.create_dev_comm(nc.NCCLDevCommRequirements(lsa_barrier_count=1))
+        closed.close()
+        expect_raises(nc.NcclInvalid, lambda: device.all_reduce(closed, win, out), "closed")
+    finally:
+        no_barriers.close()
+        win.close()
+        dev.close()
+    # Nothing above was enqueued: the window and communicator still work.
+    sanity(ctx)
