@@ -4,8 +4,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <thread>
-#include <unordered_map>
-#include <unordered_set>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "nccl/api.h"
@@ -17,7 +16,8 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // One thread for the whole process, started on first use and never joined
-// (it may outlive static destruction; it owns only heap state).
+// (it may outlive static destruction; it owns only heap state).  Calls live
+// in reused slots, so registering one allocates nothing in steady state.
 class Monitor {
  public:
   static Monitor& get() {
@@ -25,66 +25,75 @@ class Monitor {
     return *m;
   }
 
-  uint64_t add(std::weak_ptr<Communicator> comm, Clock::time_point deadline) {
+  size_t add(std::weak_ptr<Communicator> comm, Clock::time_point deadline) {
     std::lock_guard<std::mutex> lock(mutex_);
-    uint64_t id = ++next_;
-    calls_.emplace(id, Entry{std::move(comm), deadline});
     if (!started_) {
       started_ = true;
       std::thread([this] { run(); }).detach();
     }
-    return id;
+    size_t slot;
+    if (free_.empty()) {
+      slot = slots_.size();
+      slots_.emplace_back();
+    } else {
+      slot = free_.back();
+      free_.pop_back();
+    }
+    slots_[slot] = Slot{std::move(comm), deadline, true, false};
+    return slot;
   }
 
-  // Returns true if the call expired (and its communicator was aborted).
-  bool remove(uint64_t id) {
+  // Frees the slot; returns whether the call expired (comm aborted).
+  bool remove(size_t slot) {
     std::lock_guard<std::mutex> lock(mutex_);
-    calls_.erase(id);
-    return expired_.erase(id) > 0;
+    bool expired = slots_[slot].expired;
+    slots_[slot] = Slot{};
+    free_.push_back(slot);
+    return expired;
   }
 
-  bool expired(uint64_t id) const {
+  bool expired(size_t slot) const {
     std::lock_guard<std::mutex> lock(mutex_);
-    return expired_.count(id) > 0;
+    return slots_[slot].expired;
   }
 
  private:
-  struct Entry {
+  struct Slot {
     std::weak_ptr<Communicator> comm;
     Clock::time_point deadline;
+    bool active = false;
+    bool expired = false;
   };
 
   void run() {
+    std::vector<std::shared_ptr<Communicator>> victims;
     while (true) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      std::vector<std::shared_ptr<Communicator>> victims;
       {
         std::lock_guard<std::mutex> lock(mutex_);
         auto now = Clock::now();
-        for (auto it = calls_.begin(); it != calls_.end();) {
-          if (now < it->second.deadline) {
-            ++it;
+        for (auto& s : slots_) {
+          if (!s.active || s.expired || now < s.deadline) {
             continue;
           }
-          if (auto c = it->second.comm.lock()) {
+          s.expired = true;
+          if (auto c = s.comm.lock()) {
             victims.push_back(std::move(c));
           }
-          expired_.insert(it->first);
-          it = calls_.erase(it);
         }
       }
       // Outside the lock: abort makes NCCL return from the stuck call.
       for (auto& c : victims) {
         c->abort();
       }
+      victims.clear();
     }
   }
 
   mutable std::mutex mutex_;
   bool started_ = false;
-  uint64_t next_ = 0;
-  std::unordered_map<uint64_t, Entry> calls_;
-  std::unordered_set<uint64_t> expired_;
+  std::vector<Slot> slots_;
+  std::vector<size_t> free_;
 };
 
 } // namespace
@@ -95,17 +104,18 @@ HostCall::HostCall(Communicator& comm, const char* what) : what_(what) {
   }
   auto timeout = comm.timeout();
   timeout_ms_ = timeout.count();
-  id_ = Monitor::get().add(comm.weak_from_this(), Clock::now() + timeout);
+  slot_ = Monitor::get().add(comm.weak_from_this(), Clock::now() + timeout);
+  registered_ = true;
 }
 
 HostCall::~HostCall() {
-  if (id_ != 0) {
-    Monitor::get().remove(id_);
+  if (registered_) {
+    Monitor::get().remove(slot_);
   }
 }
 
 bool HostCall::expired() const {
-  return id_ != 0 && Monitor::get().expired(id_);
+  return registered_ && Monitor::get().expired(slot_);
 }
 
 void HostCall::rethrow_if_expired() const {

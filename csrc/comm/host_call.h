@@ -11,7 +11,7 @@
 // the scope costs nothing there.
 #pragma once
 
-#include <cstdint>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -32,7 +32,8 @@ class HostCall {
   void rethrow_if_expired() const;
 
  private:
-  uint64_t id_ = 0;
+  size_t slot_ = 0;
+  bool registered_ = false;
   const char* what_;
   long long timeout_ms_ = 0;
 };

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "comm/communicator.h"
+#include "device/layouts.h"
 #include "nccl/api.h"
 #include "nccl/newer.h"
 
@@ -12,58 +13,18 @@ namespace nccl_core {
 
 namespace {
 
+using namespace layout;
+
 constexpr int k2_29_2 = api::version_code(2, 29, 2);
 constexpr int k2_29_7 = api::version_code(2, 29, 7);
-constexpr unsigned kApiMagic = 0xcafebeefu;
 constexpr size_t kDevCommBytes = 16 * 1024;
-
-// ncclDevCommRequirements as NCCL 2.28 lays it out (unversioned).
-struct Requirements228 {
-  void* resource_requirements = nullptr;
-  void* team_requirements = nullptr;
-  bool lsa_multimem = false;
-  int barrier_count = 0, lsa_barrier_count = 0, rail_gin_barrier_count = 0;
-  int lsa_ll_a2a_block_count = 0, lsa_ll_a2a_slot_count = 0;
-  bool gin_force_enable = false;
-  int gin_context_count = 0, gin_signal_count = 0, gin_counter_count = 0;
-};
-
-// The versioned struct of NCCL 2.29.7; 2.29.2 reads it up to gin_counter_count.
-struct Requirements229 {
-  size_t size = 0;
-  unsigned magic = kApiMagic;
-  unsigned version = 0;
-  void* resource_requirements = nullptr;
-  void* team_requirements = nullptr;
-  bool lsa_multimem = false;
-  int barrier_count = 0, lsa_barrier_count = 0, rail_gin_barrier_count = 0;
-  int lsa_ll_a2a_block_count = 0, lsa_ll_a2a_slot_count = 0;
-  bool gin_force_enable = false;
-  int gin_context_count = 0, gin_signal_count = 0, gin_counter_count = 0;
-  int gin_connection_type = 0;
-  bool gin_exclusive_contexts = false;
-  int gin_queue_depth = 0;
-};
-
-// ncclCommProperties of NCCL 2.29.7 (2.29.2 ends before host_rma_support).
-struct Properties229 {
-  size_t size = 0;
-  unsigned magic = kApiMagic;
-  unsigned version = 0;
-  int rank = 0, nranks = 0, cuda_dev = 0, nvml_dev = 0;
-  bool device_api_support = false, multimem_support = false;
-  int gin_type = 0;
-  int n_lsa_teams = 0;
-  bool host_rma_support = false;
-  int railed_gin_type = 0;
-};
 
 using DevCommCreateFn = ncclResult_t(ncclComm_t, const void*, void*);
 using DevCommDestroyFn = ncclResult_t(ncclComm_t, const void*);
 using QueryPropertiesFn = ncclResult_t(ncclComm_t, void*);
 
-template <class R>
-void copy_common(const DevCommRequirements& q, R& r) {
+RequirementsBody body_of(const DevCommRequirements& q) {
+  RequirementsBody r;
   r.lsa_multimem = q.lsa_multimem;
   r.barrier_count = q.barrier_count;
   r.lsa_barrier_count = q.lsa_barrier_count;
@@ -74,6 +35,7 @@ void copy_common(const DevCommRequirements& q, R& r) {
   r.gin_context_count = q.gin_context_count;
   r.gin_signal_count = q.gin_signal_count;
   r.gin_counter_count = q.gin_counter_count;
+  return r;
 }
 
 Properties229 query_properties(Communicator& comm, int needed, const char* feature) {
@@ -159,7 +121,7 @@ std::shared_ptr<DevComm> DevComm::create(const std::shared_ptr<Communicator>& co
   void* out = dc->storage_.data();
   if (v >= k2_29_2) {
     Requirements229 r;
-    copy_common(req, r);
+    r.body = body_of(req);
     bool full = v >= k2_29_7;
     r.size = full ? sizeof(Requirements229) : offsetof(Requirements229, gin_connection_type);
     r.version = static_cast<unsigned>(full ? k2_29_7 : k2_29_2);
@@ -168,8 +130,7 @@ std::shared_ptr<DevComm> DevComm::create(const std::shared_ptr<Communicator>& co
     r.gin_queue_depth = req.gin_queue_depth;
     comm->run("ncclDevCommCreate", [&] { return create_fn(c, &r, out); });
   } else {
-    Requirements228 r;
-    copy_common(req, r);
+    RequirementsBody r = body_of(req);
     comm->run("ncclDevCommCreate", [&] { return create_fn(c, &r, out); });
   }
   comm->wait_ready("ncclDevCommCreate");

@@ -10,9 +10,25 @@
 #include "comm/communicator.h"
 #include "comm/resources.h"
 #include "device/dev_comm.h"
+#include "device/layouts.h"
 #include "nccl/api.h"
 
 namespace nccl_core {
+
+// Our copies of NCCL's structs must match the headers of the same release.
+#if NCCL_MAJOR == 2 && NCCL_MINOR == 28
+static_assert(sizeof(layout::RequirementsBody) == sizeof(ncclDevCommRequirements_t));
+static_assert(offsetof(layout::RequirementsBody, gin_counter_count) ==
+              offsetof(ncclDevCommRequirements_t, ginCounterCount));
+#elif NCCL_VERSION_CODE >= 22907
+static_assert(offsetof(layout::Requirements229, body) + offsetof(layout::RequirementsBody, gin_counter_count) ==
+              offsetof(ncclDevCommRequirements_t, ginCounterCount));
+static_assert(offsetof(layout::Requirements229, gin_queue_depth) ==
+              offsetof(ncclDevCommRequirements_t, ginQueueDepth));
+static_assert(offsetof(layout::Properties229, railed_gin_type) ==
+              offsetof(ncclCommProperties_t, railedGinType));
+#endif
+
 namespace device {
 
 namespace {
