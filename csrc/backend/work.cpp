@@ -20,8 +20,7 @@ Work::Work(int rank, c10d::OpType type, uint64_t seq, at::Device device,
       comm_(std::move(comm)),
       timeout_(timeout),
       blocking_wait_(blocking_wait),
-      start_(std::chrono::steady_clock::now()),
-      end_event_(cudaEventDisableTiming) {}
+      start_(std::chrono::steady_clock::now()) {}
 
 Work::~Work() = default;
 

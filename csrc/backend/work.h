@@ -7,6 +7,8 @@
 // complete, so the caller may drop them right after the call.
 #pragma once
 
+#include "backend/event_pool.h"
+
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
@@ -78,7 +80,7 @@ class Work : public c10d::Work {
   const std::chrono::milliseconds timeout_;
   const bool blocking_wait_;
   const std::chrono::steady_clock::time_point start_;
-  at::cuda::CUDAEvent end_event_;
+  PooledEvent end_event_;
   std::atomic<bool> done_{false};
   std::mutex future_mutex_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
