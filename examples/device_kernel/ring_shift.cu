@@ -8,6 +8,7 @@
 #include <nccl.h>
 #include <nccl_device.h>
 #include <torch/extension.h>
+#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAStream.h>
 
 #include <cstring>
