@@ -249,6 +249,34 @@ std::shared_ptr<Communicator> Communicator::shrink(
   return child;
 }
 
+void Communicator::warm_up_for_windows() {
+  if (warmed_up_.exchange(true) || api::loaded_version() < api::version_code(2, 29, 0)) {
+    return;
+  }
+  DeviceScope scope(device_);
+  // A private stream and one float, both released on every path.
+  struct Scratch {
+    cudaStream_t stream = nullptr;
+    float* value = nullptr;
+    ~Scratch() {
+      if (value != nullptr) {
+        (void)cudaFreeAsync(value, stream);
+      }
+      if (stream != nullptr) {
+        (void)cudaStreamSynchronize(stream);
+        (void)cudaStreamDestroy(stream);
+      }
+    }
+  } s;
+  NCCL_CORE_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+  NCCL_CORE_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&s.value), sizeof(float), s.stream));
+  NCCL_CORE_CUDA_CHECK(cudaMemsetAsync(s.value, 0, sizeof(float), s.stream));
+  ncclComm_t c = get();
+  run("ncclAllReduce (window warm-up)",
+      [&] { return ncclAllReduce(s.value, s.value, 1, ncclFloat32, ncclSum, c, s.stream); });
+  NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+}
+
 ncclComm_t Communicator::get() const {
   State s = state_.load();
   if (s != State::Live) {

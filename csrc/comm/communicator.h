@@ -86,6 +86,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
     call(r, what);
   }
   bool blocking() const { return blocking_; }
+  // NCCL 2.29.x has been seen to fail a window registration that is the
+  // communicator's very first operation.  Window::create calls this first:
+  // on NCCL >= 2.29 the first call runs one tiny all-reduce (collective, like
+  // the registration that follows, so every rank does it at the same point).
+  void warm_up_for_windows();
   // Polls ncclCommGetAsyncError until the comm is no longer in progress.
   void wait_ready(const char* what);
 
@@ -134,6 +139,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   const int rank_;
   const int device_;
   const bool blocking_;
+  std::atomic<bool> warmed_up_{false};
   std::atomic<std::chrono::milliseconds> timeout_;
   std::atomic<State> state_{State::Live};
   std::mutex lifecycle_mutex_;

@@ -100,6 +100,7 @@ Window::Window(std::shared_ptr<Communicator> comm, void* ptr, size_t size, int f
 std::shared_ptr<Window> Window::create(const std::shared_ptr<Communicator>& comm, void* ptr,
                                        size_t size, int flags, c10::Storage keep) {
   NCCL_CORE_REQUIRE(size > 0, "register_window: the buffer is empty");
+  comm->warm_up_for_windows();
   ncclComm_t c = comm->get();
   ncclWindow_t win = nullptr;
   comm->run("ncclCommWindowRegister",
