@@ -39,16 +39,24 @@ def _flag(env: Mapping[str, str], names: tuple[str, ...]) -> bool | None:
     return None
 
 
-def _positive_int(env: Mapping[str, str], name: str) -> int | None:
+def _int_at_least(env: Mapping[str, str], name: str, low: int) -> int | None:
     if name not in env:
         return None
     try:
         value = int(env[name])
     except ValueError:
         raise ValueError(f"{name}={env[name]!r} is not an integer") from None
-    if value <= 0:
-        raise ValueError(f"{name} must be > 0, got {value}")
+    if value < low:
+        raise ValueError(f"{name} must be >= {low}, got {value}")
     return value
+
+
+def _positive_int(env: Mapping[str, str], name: str) -> int | None:
+    return _int_at_least(env, name, 1)
+
+
+def _nonnegative_int(env: Mapping[str, str], name: str) -> int | None:
+    return _int_at_least(env, name, 0)
 
 
 def _error_handling(env: Mapping[str, str]) -> str | None:
@@ -82,6 +90,9 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
     handling = _error_handling(env)
     if handling is not None:
         out["abort_on_error"] = handling == "abort"
+    fast = _nonnegative_int(env, "NCCL_CORE_FAST_ALLREDUCE_MAX_BYTES")
+    if fast is not None:
+        out["fast_allreduce_max_bytes"] = fast
     period = _positive_int(env, "NCCL_CORE_WATCHDOG_MS")
     if period is not None:
         out["watchdog_interval"] = timedelta(milliseconds=period)

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/fast_allreduce.h"
 #include "backend/options.h"
 #include "backend/work.h"
 #include "comm/communicator.h"
@@ -172,6 +173,7 @@ class Backend : public c10d::Backend {
   std::unique_ptr<at::cuda::CUDAEvent> ready_event_; // reused for stream sync
   std::optional<at::Device> device_;
   std::unique_ptr<Watchdog> watchdog_;
+  std::unique_ptr<FastAllReduce> fast_allreduce_;  // null unless enabled
   std::mutex init_mutex_;
   std::atomic<uint64_t> seq_{0};
   uint64_t uid_counter_ = 0;

@@ -157,6 +157,10 @@ WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors,
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   Buf b = buf(t, "allreduce");
                   ncclRedOp_t op = reduce_op(opts.reduceOp, t, b.type, w, "allreduce");
+                  if (fast_allreduce_ && !coalescing_ &&
+                      fast_allreduce_->try_run(c, b.ptr, b.count, b.type, op, s)) {
+                    return;
+                  }
                   c.call(ncclAllReduce(b.ptr, b.ptr, b.count, b.type, op, c.get(), s),
                          "ncclAllReduce");
                 });

@@ -81,36 +81,73 @@ union Pack {
   T v[16 / sizeof(T)];
 };
 
-// Reduces `n_packs` packs (Vec) or elements (!Vec) read from every peer.
+template <class T>
+__device__ __forceinline__ uint4 load_pack(const T* p, size_t i, bool aligned) {
+  if (aligned) {
+    return reinterpret_cast<const uint4*>(p)[i];
+  }
+  Pack<T> r;
+  for (int k = 0; k < int(16 / sizeof(T)); ++k) r.v[k] = p[i * (16 / sizeof(T)) + k];
+  return r.raw;
+}
+
+template <class T>
+__device__ __forceinline__ void store_pack(T* p, size_t i, uint4 v, bool aligned) {
+  if (aligned) {
+    reinterpret_cast<uint4*>(p)[i] = v;
+    return;
+  }
+  Pack<T> r;
+  r.raw = v;
+  for (int k = 0; k < int(16 / sizeof(T)); ++k) p[i * (16 / sizeof(T)) + k] = r.v[k];
+}
+
+// Reduces `n` packs (Vec) or elements (!Vec) read from every peer's copy of
+// the window at `offset`.  With `in`, this rank first copies its input into
+// its own copy of the window.  Vec depends only on the call's arguments, so
+// every rank's block b covers the same indices (block b reads what block b
+// wrote on each peer after their barrier); the alignment of the local `in`
+// and `out` only chooses wide or narrow local accesses.
 template <class T, int Op, bool Vec>
-__global__ void lsa_all_reduce(ncclDevComm comm, ncclWindow_t win, size_t offset, T* out,
-                               size_t n, typename Acc<T>::type avg_scale) {
+__global__ void lsa_all_reduce(ncclDevComm comm, ncclWindow_t win, size_t offset, const T* in,
+                               T* out, size_t n, typename Acc<T>::type avg_scale,
+                               bool in_aligned, bool out_aligned) {
   using A = typename Acc<T>::type;
   ncclCoopCta cta;
   ncclLsaBarrierSession<ncclCoopCta> bar(cta, comm, ncclTeamTagLsa(), blockIdx.x);
+  size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (in != nullptr) {
+    T* mine = static_cast<T*>(ncclGetLsaPointer(win, offset, comm.lsaRank));
+    for (size_t i = first; i < n; i += stride) {
+      if constexpr (Vec) {
+        reinterpret_cast<uint4*>(mine)[i] = load_pack(in, i, in_aligned);
+      } else {
+        mine[i] = in[i];
+      }
+    }
+  }
   bar.sync(cta, cuda::memory_order_acq_rel);
   const int peers = comm.lsaSize;
   const T* src[kMaxPeers];
   for (int p = 0; p < peers; ++p) {
     src[p] = static_cast<const T*>(ncclGetLsaPointer(win, offset, p));
   }
-  size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+  for (size_t i = first; i < n; i += stride) {
     if constexpr (Vec) {
       constexpr int V = 16 / sizeof(T);
       A acc[V];
-      Pack<T> in;
-      in.raw = reinterpret_cast<const uint4*>(src[0])[i];
-      for (int k = 0; k < V; ++k) acc[k] = to_acc(in.v[k]);
+      Pack<T> pk;
+      pk.raw = reinterpret_cast<const uint4*>(src[0])[i];
+      for (int k = 0; k < V; ++k) acc[k] = to_acc(pk.v[k]);
       for (int p = 1; p < peers; ++p) {
-        in.raw = reinterpret_cast<const uint4*>(src[p])[i];
-        for (int k = 0; k < V; ++k) acc[k] = combine<Op>(acc[k], to_acc(in.v[k]));
+        pk.raw = reinterpret_cast<const uint4*>(src[p])[i];
+        for (int k = 0; k < V; ++k) acc[k] = combine<Op>(acc[k], to_acc(pk.v[k]));
       }
-      Pack<T> res;
       for (int k = 0; k < V; ++k) {
-        res.v[k] = from_acc<T>(Op == ncclAvg ? acc[k] * avg_scale : acc[k]);
+        pk.v[k] = from_acc<T>(Op == ncclAvg ? acc[k] * avg_scale : acc[k]);
       }
-      reinterpret_cast<uint4*>(out)[i] = res.raw;
+      store_pack(out, i, pk.raw, out_aligned);
     } else {
       A acc = to_acc(src[0][i]);
       for (int p = 1; p < peers; ++p) acc = combine<Op>(acc, to_acc(src[p][i]));
@@ -171,34 +208,37 @@ int prepare(const DevComm& dc, const Window& win, size_t offset, size_t bytes, s
 bool aligned16(size_t v) { return v % 16 == 0; }
 
 template <class T, int Op>
-void launch_reduce(const ncclDevComm& comm, ncclWindow_t w, size_t offset, void* out,
-                   size_t count, int blocks, cudaStream_t stream) {
+void launch_reduce(const ncclDevComm& comm, ncclWindow_t w, size_t offset, const void* in,
+                   void* out, size_t count, int blocks, cudaStream_t stream) {
   using A = typename Acc<T>::type;
   A scale = static_cast<A>(1.0 / comm.nRanks);
-  bool vec = aligned16(offset) && aligned16(reinterpret_cast<uintptr_t>(out)) &&
-             aligned16(count * sizeof(T));
-  if (vec) {
+  const T* src = static_cast<const T*>(in);
+  T* dst = static_cast<T*>(out);
+  bool in_al = aligned16(reinterpret_cast<uintptr_t>(in));
+  bool out_al = aligned16(reinterpret_cast<uintptr_t>(out));
+  // Wide accesses to the window: decided by the arguments alone (see above).
+  if (aligned16(offset) && aligned16(count * sizeof(T))) {
     lsa_all_reduce<T, Op, true><<<blocks, kThreads, 0, stream>>>(
-        comm, w, offset, static_cast<T*>(out), count * sizeof(T) / 16, scale);
+        comm, w, offset, src, dst, count * sizeof(T) / 16, scale, in_al, out_al);
   } else {
     lsa_all_reduce<T, Op, false><<<blocks, kThreads, 0, stream>>>(
-        comm, w, offset, static_cast<T*>(out), count, scale);
+        comm, w, offset, src, dst, count, scale, in_al, out_al);
   }
   NCCL_CORE_CUDA_CHECK(cudaGetLastError());
 }
 
 template <class T>
-void dispatch_op(int op, const ncclDevComm& comm, ncclWindow_t w, size_t offset, void* out,
-                 size_t count, int blocks, cudaStream_t stream) {
+void dispatch_op(int op, const ncclDevComm& comm, ncclWindow_t w, size_t offset, const void* in,
+                 void* out, size_t count, int blocks, cudaStream_t stream) {
   switch (op) {
-    case ncclSum: return launch_reduce<T, ncclSum>(comm, w, offset, out, count, blocks, stream);
-    case ncclProd: return launch_reduce<T, ncclProd>(comm, w, offset, out, count, blocks, stream);
-    case ncclMax: return launch_reduce<T, ncclMax>(comm, w, offset, out, count, blocks, stream);
-    case ncclMin: return launch_reduce<T, ncclMin>(comm, w, offset, out, count, blocks, stream);
+    case ncclSum: return launch_reduce<T, ncclSum>(comm, w, offset, in, out, count, blocks, stream);
+    case ncclProd: return launch_reduce<T, ncclProd>(comm, w, offset, in, out, count, blocks, stream);
+    case ncclMax: return launch_reduce<T, ncclMax>(comm, w, offset, in, out, count, blocks, stream);
+    case ncclMin: return launch_reduce<T, ncclMin>(comm, w, offset, in, out, count, blocks, stream);
     case ncclAvg:
       if constexpr (std::is_floating_point<T>::value || std::is_same<T, __half>::value ||
                     std::is_same<T, __nv_bfloat16>::value) {
-        return launch_reduce<T, ncclAvg>(comm, w, offset, out, count, blocks, stream);
+        return launch_reduce<T, ncclAvg>(comm, w, offset, in, out, count, blocks, stream);
       }
       break;
     default:
@@ -213,8 +253,8 @@ void dispatch_op(int op, const ncclDevComm& comm, ncclWindow_t w, size_t offset,
 
 int built_nccl_version() { return NCCL_VERSION_CODE; }
 
-void all_reduce(const DevComm& dc, const Window& win, size_t offset, void* out, size_t count,
-                ncclDataType_t type, int op, cudaStream_t stream) {
+void all_reduce(const DevComm& dc, const Window& win, size_t offset, const void* in, void* out,
+                size_t count, ncclDataType_t type, int op, cudaStream_t stream) {
   size_t elem = type == ncclFloat64 || type == ncclInt64 || type == ncclUint64 ? 8
                 : type == ncclFloat16 || type == ncclBfloat16                   ? 2
                 : type == ncclInt8 || type == ncclUint8                         ? 1
@@ -226,15 +266,15 @@ void all_reduce(const DevComm& dc, const Window& win, size_t offset, void* out, 
   const ncclDevComm& comm = dev_comm_of(dc);
   ncclWindow_t w = win.handle();
   switch (type) {
-    case ncclFloat32: return dispatch_op<float>(op, comm, w, offset, out, count, blocks, stream);
-    case ncclFloat64: return dispatch_op<double>(op, comm, w, offset, out, count, blocks, stream);
-    case ncclFloat16: return dispatch_op<__half>(op, comm, w, offset, out, count, blocks, stream);
+    case ncclFloat32: return dispatch_op<float>(op, comm, w, offset, in, out, count, blocks, stream);
+    case ncclFloat64: return dispatch_op<double>(op, comm, w, offset, in, out, count, blocks, stream);
+    case ncclFloat16: return dispatch_op<__half>(op, comm, w, offset, in, out, count, blocks, stream);
     case ncclBfloat16:
-      return dispatch_op<__nv_bfloat16>(op, comm, w, offset, out, count, blocks, stream);
-    case ncclInt32: return dispatch_op<int32_t>(op, comm, w, offset, out, count, blocks, stream);
-    case ncclInt64: return dispatch_op<int64_t>(op, comm, w, offset, out, count, blocks, stream);
-    case ncclUint8: return dispatch_op<uint8_t>(op, comm, w, offset, out, count, blocks, stream);
-    case ncclInt8: return dispatch_op<int8_t>(op, comm, w, offset, out, count, blocks, stream);
+      return dispatch_op<__nv_bfloat16>(op, comm, w, offset, in, out, count, blocks, stream);
+    case ncclInt32: return dispatch_op<int32_t>(op, comm, w, offset, in, out, count, blocks, stream);
+    case ncclInt64: return dispatch_op<int64_t>(op, comm, w, offset, in, out, count, blocks, stream);
+    case ncclUint8: return dispatch_op<uint8_t>(op, comm, w, offset, in, out, count, blocks, stream);
+    case ncclInt8: return dispatch_op<int8_t>(op, comm, w, offset, in, out, count, blocks, stream);
     default:
       throw NcclInvalid(concat("device all_reduce: unsupported dtype (NCCL type ", int(type),
                                "); use float32/64, float16, bfloat16, int8/32/64 or uint8"));

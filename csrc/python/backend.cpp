@@ -33,6 +33,9 @@ void bind_backend(py::module_& m) {
                      "Abort the communicator on a timeout or NCCL error (default); False "
                      "fails the pending work but keeps it for dist.shrink_group(..., "
                      "SHRINK_ABORT)")
+      .def_readwrite("fast_allreduce_max_bytes", &GroupOptions::fast_allreduce_max_bytes,
+                     "all_reduce calls up to this many bytes run as one device-API kernel on "
+                     "a symmetric scratch window; 0 (default) = off")
       .def_property(
           "blocking", [](const GroupOptions& o) { return o.config.blocking; },
           [](GroupOptions& o, bool v) { o.config.blocking = v; },

@@ -153,8 +153,8 @@ void bind_device(py::module_& m) {
         size_t elem = types::element_size(o.type);
         auto st = as_stream(stream, o.device);
         py::gil_scoped_release release;
-        device::all_reduce(dc, win, static_cast<size_t>(offset) * elem, o.ptr, o.count, o.type,
-                           op, st);
+        device::all_reduce(dc, win, static_cast<size_t>(offset) * elem, nullptr, o.ptr, o.count,
+                           o.type, op, st);
       },
       py::arg("dev_comm"), py::arg("window"), py::arg("out"), py::arg("offset"), py::arg("op"),
       py::arg("stream"));

@@ -270,3 +270,18 @@ def test_communicators_are_blocking_by_default():
     assert opts.blocking is True
     opts = make_options(None, env={"NCCL_CORE_COMM_NONBLOCKING": "1"})
     assert opts.blocking is False
+
+
+def test_fast_allreduce_threshold_from_the_environment():
+    assert env_settings({"NCCL_CORE_FAST_ALLREDUCE_MAX_BYTES": "65536"}) == {
+        "fast_allreduce_max_bytes": 65536
+    }
+    assert env_settings({"NCCL_CORE_FAST_ALLREDUCE_MAX_BYTES": "0"}) == {"fast_allreduce_max_bytes": 0}
+    with pytest.raises(ValueError, match="NCCL_CORE_FAST_ALLREDUCE_MAX_BYTES"):
+        env_settings({"NCCL_CORE_FAST_ALLREDUCE_MAX_BYTES": "-1"})
+
+
+def test_fast_allreduce_is_off_by_default():
+    from nccl_core_backend.options import make_options
+
+    assert make_options(None, env={}).fast_allreduce_max_bytes == 0
