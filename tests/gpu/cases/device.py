@@ -219,9 +219,10 @@ def fast_allreduce_matches_reference(ctx):
                 if name == "AVG" and dtype not in FLOAT_TYPES:
                     continue
                 inputs = [make(ctx, r, dtype, n=n, op=name, salt=n + 7) for r in range(w)]
-                # An odd storage offset: the kernel's local accesses must not assume alignment.
+                # A one-element storage offset: the kernel's local accesses must
+                # not assume alignment (n=2048 takes the wide window path).
                 base = torch.zeros(n + 1, dtype=dtype, device=d)
-                t = base[1:] if n == 1031 else base[:n]
+                t = base[1:] if n in (1031, 2048) else base[:n]
                 t.copy_(inputs[ctx.rank].to(d))
                 dist.all_reduce(t, op=getattr(dist.ReduceOp, name), group=g)
                 ref = reduce_ref(inputs, name, dtype)
