@@ -6,9 +6,8 @@
 #   bash scripts/stage-nccl.sh 2.29.7
 # Then, one device call per part (consecutive, so the host stays warm):
 #   carry ["stage/part00"]:  mkdir -p /tmp/nccl && cp stage/part00 /tmp/nccl/
-#   ... and with the last part:
-#   cat /tmp/nccl/part0* | xz -d > /tmp/nccl/libnccl.so.2
-#   LD_PRELOAD=/tmp/nccl/libnccl.so.2 bash scripts/gpu-test.sh
+#   ... and with the last part (after gpu-test.sh has built the extension):
+#   NCCL_CORE_SKIP_BUILD=1 bash scripts/gpu-trial-nccl.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 version=${1:?usage: stage-nccl.sh VERSION}

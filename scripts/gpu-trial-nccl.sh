@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs the GPU suite against a newer NCCL staged with scripts/stage-nccl.sh
+# (GPU host; the parts already copied to /tmp/nccl by earlier calls):
+#   bash scripts/gpu-trial-nccl.sh
+# The extension is the one built for the host's NCCL (same soname); the newer
+# library is preloaded so torch and nccl_core both use it.  Logs go to
+# ${OUT:-out}/ like scripts/gpu-test.sh.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+lib=/tmp/nccl/libnccl.so.2
+if [ ! -f "$lib" ]; then
+  ls /tmp/nccl/part* >/dev/null 2>&1 || { echo "no staged parts in /tmp/nccl"; exit 1; }
+  cat /tmp/nccl/part* | xz -d > "$lib" || exit 1
+fi
+export LD_PRELOAD=$lib
+python3 -c "import torch; print('NCCL seen by torch:', torch.cuda.nccl.version())"
+NCCL_CORE_GPU_CONFIGS=${NCCL_CORE_GPU_CONFIGS:-2:eager,4:eager} \
+NCCL_CORE_GPU_SKIP=${NCCL_CORE_GPU_SKIP:-soak_no_leaks} \
+NCCL_CORE_GPU_TESTS=${NCCL_CORE_GPU_TESTS:-tests/gpu/test_gpu_suite.py} \
+  bash scripts/gpu-test.sh "$@"
