@@ -90,6 +90,21 @@ void* rooted_recv(const Communicator& c, const Buffer& send, const std::optional
   return recv->ptr;
 }
 
+// For broadcast / scatter: checks the root and the buffers; the send buffer
+// is required and read on the root only.  Returns it there, nullptr elsewhere.
+const Buffer* rooted_send(const Communicator& c, const std::optional<Buffer>& send,
+                          const Buffer& recv, int root) {
+  check_root(c, root);
+  check_device(c, recv, "recvbuf");
+  if (root != c.rank()) {
+    return nullptr;
+  }
+  NCCL_CORE_REQUIRE(send.has_value(), "sendbuf is required on the root rank");
+  check_device(c, *send, "sendbuf");
+  check_types(*send, recv);
+  return &*send;
+}
+
 } // namespace
 
 Buffer resolve_tensor(const at::Tensor& t, const char* name) {
@@ -112,26 +127,27 @@ void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& re
   void* out = rooted_recv(c, send, recv, root, send.count, "allreduce");
   ncclComm_t comm = c.get();
   if (root < 0) {
-    submit(c, "ncclAllReduce", [&] { return ncclAllReduce(send.ptr, out, send.count, send.type, op, comm, stream); });
+    submit(c, "ncclAllReduce", [&] {
+      return ncclAllReduce(send.ptr, out, send.count, send.type, op, comm, stream);
+    });
   } else {
-    submit(c, "ncclReduce", [&] { return ncclReduce(send.ptr, out, send.count, send.type, op, root, comm, stream); });
+    submit(c, "ncclReduce", [&] {
+      return ncclReduce(send.ptr, out, send.count, send.type, op, root, comm, stream);
+    });
   }
 }
 
 void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,
                cudaStream_t stream) {
-  check_root(c, root);
-  check_device(c, recv, "recvbuf");
-  const void* in = nullptr;
-  if (root == c.rank()) {
-    NCCL_CORE_REQUIRE(send.has_value(), "sendbuf is required on the root rank");
-    check_device(c, *send, "sendbuf");
-    check_types(*send, recv);
-    NCCL_CORE_REQUIRE(send->count == recv.count, "Buffer count mismatch: sendbuf has ",
-                      send->count, " elements, recvbuf has ", recv.count);
-    in = send->ptr;
+  const Buffer* s = rooted_send(c, send, recv, root);
+  if (s != nullptr) {
+    NCCL_CORE_REQUIRE(s->count == recv.count, "Buffer count mismatch: sendbuf has ", s->count,
+                      " elements, recvbuf has ", recv.count);
   }
-  submit(c, "ncclBroadcast", [&] { return ncclBroadcast(in, recv.ptr, recv.count, recv.type, root, c.get(), stream); });
+  const void* in = s != nullptr ? s->ptr : nullptr;
+  submit(c, "ncclBroadcast", [&] {
+    return ncclBroadcast(in, recv.ptr, recv.count, recv.type, root, c.get(), stream);
+  });
 }
 
 void gather(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv, int root,
@@ -139,9 +155,13 @@ void gather(Communicator& c, const Buffer& send, const std::optional<Buffer>& re
   void* out = rooted_recv(c, send, recv, root, send.count * c.nranks(), "allgather");
   ncclComm_t comm = c.get();
   if (root < 0) {
-    submit(c, "ncclAllGather", [&] { return ncclAllGather(send.ptr, out, send.count, send.type, comm, stream); });
+    submit(c, "ncclAllGather", [&] {
+      return ncclAllGather(send.ptr, out, send.count, send.type, comm, stream);
+    });
   } else {
-    submit(c, "ncclGather", [&] { return ncclGather(send.ptr, out, send.count, send.type, root, comm, stream); });
+    submit(c, "ncclGather", [&] {
+      return ncclGather(send.ptr, out, send.count, send.type, root, comm, stream);
+    });
   }
 }
 
@@ -152,7 +172,9 @@ void reduce_scatter(Communicator& c, const Buffer& send, const Buffer& recv, ncc
   check_types(send, recv);
   size_t count = block_of(c, send);
   check_at_least(recv.count, count, "recvbuf");
-  submit(c, "ncclReduceScatter", [&] { return ncclReduceScatter(send.ptr, recv.ptr, count, send.type, op, c.get(), stream); });
+  submit(c, "ncclReduceScatter", [&] {
+    return ncclReduceScatter(send.ptr, recv.ptr, count, send.type, op, c.get(), stream);
+  });
 }
 
 void alltoall(Communicator& c, const Buffer& send, const Buffer& recv, cudaStream_t stream) {
@@ -161,36 +183,39 @@ void alltoall(Communicator& c, const Buffer& send, const Buffer& recv, cudaStrea
   check_types(send, recv);
   size_t count = block_of(c, send);
   check_at_least(recv.count, send.count, "recvbuf");
-  submit(c, "ncclAlltoAll", [&] { return ncclAlltoAll(send.ptr, recv.ptr, count, send.type, c.get(), stream); });
+  submit(c, "ncclAlltoAll", [&] {
+    return ncclAlltoAll(send.ptr, recv.ptr, count, send.type, c.get(), stream);
+  });
 }
 
 void scatter(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,
              cudaStream_t stream) {
-  check_root(c, root);
-  check_device(c, recv, "recvbuf");
-  const void* in = nullptr;
-  if (root == c.rank()) {
-    NCCL_CORE_REQUIRE(send.has_value(), "sendbuf is required on the root rank");
-    check_device(c, *send, "sendbuf");
-    check_types(*send, recv);
-    size_t count = block_of(c, *send);
+  const Buffer* s = rooted_send(c, send, recv, root);
+  if (s != nullptr) {
+    size_t count = block_of(c, *s);
     NCCL_CORE_REQUIRE(recv.count == count, "Buffer count mismatch: recvbuf must have exactly ",
                       count, " elements (sendbuf / nranks), got ", recv.count);
-    in = send->ptr;
   }
-  submit(c, "ncclScatter", [&] { return ncclScatter(in, recv.ptr, recv.count, recv.type, root, c.get(), stream); });
+  const void* in = s != nullptr ? s->ptr : nullptr;
+  submit(c, "ncclScatter", [&] {
+    return ncclScatter(in, recv.ptr, recv.count, recv.type, root, c.get(), stream);
+  });
 }
 
 void send(Communicator& c, const Buffer& buf, int peer, cudaStream_t stream) {
   check_device(c, buf, "sendbuf");
   check_peer(c, peer);
-  submit(c, "ncclSend", [&] { return ncclSend(buf.ptr, buf.count, buf.type, peer, c.get(), stream); });
+  submit(c, "ncclSend", [&] {
+    return ncclSend(buf.ptr, buf.count, buf.type, peer, c.get(), stream);
+  });
 }
 
 void recv(Communicator& c, const Buffer& buf, int peer, cudaStream_t stream) {
   check_device(c, buf, "recvbuf");
   check_peer(c, peer);
-  submit(c, "ncclRecv", [&] { return ncclRecv(buf.ptr, buf.count, buf.type, peer, c.get(), stream); });
+  submit(c, "ncclRecv", [&] {
+    return ncclRecv(buf.ptr, buf.count, buf.type, peer, c.get(), stream);
+  });
 }
 
 void group_start() {
