@@ -10,7 +10,8 @@ WORK=$(mktemp -d /tmp/nccl_core_bench.XXXX)
 mkdir -p "$DEST"
 trap 'tar czf "$DEST/bench.tgz" -C "$WORK" . 2>/dev/null' EXIT
 gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
-for n in 2 4; do
+# NCCL_CORE_BENCH_WORLDS picks the world sizes (default "2 4").
+for n in ${NCCL_CORE_BENCH_WORLDS:-2 4}; do
   [ "$gpus" -ge "$n" ] || continue
   echo "== collectives, $n GPUs"
   timeout 300 torchrun --nproc-per-node=$n bench/collectives.py --out "$WORK/collectives-$n" \
@@ -26,6 +27,7 @@ for n in 2 4; do
     > "$WORK/device-$n.log" 2>&1 || echo "device $n: exit $?"
   cat "$WORK/device-$n/results.md" 2>/dev/null
 done
+[ "${NCCL_CORE_BENCH_RMA:-1}" = 1 ] || exit 0
 echo "== rma, 2 GPUs"
 timeout 180 torchrun --nproc-per-node=2 bench/rma.py --out "$WORK/rma.json" > "$WORK/rma.log" 2>&1 \
   || echo "rma: exit $?"

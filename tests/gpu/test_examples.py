@@ -34,7 +34,12 @@ def _need(n: int) -> None:
 _port = [29650]
 
 
-def _run(script: str, nproc: int, *args: str, env: dict | None = None, timeout: int = 300) -> str:
+# NCCL_CORE_EXAMPLE_TIMEOUT bounds each launch (seconds), so one hang cannot
+# eat a whole GPU session.
+TIMEOUT = int(os.environ.get("NCCL_CORE_EXAMPLE_TIMEOUT", "300"))
+
+
+def _run(script: str, nproc: int, *args: str, env: dict | None = None, timeout: int = TIMEOUT) -> str:
     _port[0] += 1
     e = dict(os.environ, NCCL_NVLS_ENABLE="0", PYTHONUNBUFFERED="1")
     e.update(env or {})
@@ -120,7 +125,7 @@ def test_two_nodes_over_the_network_transport():
                    "--steps", "40", "--losses-out", path]
             procs.append(subprocess.Popen(cmd, cwd=ROOT, env=e, stdout=subprocess.PIPE,
                                           stderr=subprocess.STDOUT, text=True))
-        outs = [p.communicate(timeout=300)[0] for p in procs]
+        outs = [p.communicate(timeout=TIMEOUT)[0] for p in procs]
         log_dir = os.environ.get("NCCL_CORE_GPU_LOG_DIR")
         if log_dir:
             with open(os.path.join(log_dir, f"example_two_nodes_{backend}.log"), "w") as f:
@@ -140,7 +145,7 @@ def test_elastic_shrink_survives_a_killed_rank():
     p = subprocess.run([sys.executable, os.path.join(ROOT, "examples/elastic_shrink.py"), "--nproc", "4",
                         "--victim", "3", "--kill-at", "10", "--steps", "30", "--port", str(_port[0])],
                        cwd=ROOT, env=dict(os.environ, NCCL_NVLS_ENABLE="0"), capture_output=True,
-                       text=True, timeout=300)
+                       text=True, timeout=TIMEOUT)
     out = p.stdout + p.stderr
     log_dir = os.environ.get("NCCL_CORE_GPU_LOG_DIR")
     if log_dir:
@@ -152,4 +157,4 @@ def test_elastic_shrink_survives_a_killed_rank():
 def test_device_kernel_extension():
     """A user's CUDA extension takes DevCommResource.ptr and a window."""
     _need(4)
-    assert "-> OK" in _run("examples/device_kernel/run.py", 4, timeout=600)
+    assert "-> OK" in _run("examples/device_kernel/run.py", 4, timeout=2 * TIMEOUT)

@@ -18,11 +18,6 @@ DEVICE_OPS = {"SUM": nc.SUM, "PRODUCT": nc.PROD, "MIN": nc.MIN, "MAX": nc.MAX, "
 FLOAT_TYPES = {torch.float32, torch.float64, torch.float16, torch.bfloat16}
 
 
-def _version() -> int:
-    major, minor, patch = nc.nccl_version()
-    return major * 10000 + minor * 100 + patch
-
-
 @case()
 def dev_comm_lifecycle(ctx):
     comm = nc.get_communicator()
@@ -44,15 +39,15 @@ def dev_comm_lifecycle(ctx):
         fail("a closed device communicator is still tracked")
     # The communicator releases the rest when it closes its resources.
     with comm.create_dev_comm(nc.NCCLDevCommRequirements(lsa_barrier_count=1)) as c:
-        if not c.is_valid():
+        if not c.is_valid:
             fail("context-managed device communicator not valid inside the block")
-    if c.is_valid():
+    if c.is_valid:
         fail("context manager did not close the device communicator")
     sub = dist.new_group(list(range(ctx.world)))
     sc = nc.get_communicator(sub)
     d = sc.create_dev_comm(nc.NCCLDevCommRequirements(lsa_barrier_count=4))
     dist.destroy_process_group(sub)
-    if d.is_valid():
+    if d.is_valid:
         fail("destroying the group did not release its device communicator")
     a.close()
     sanity(ctx)
@@ -68,7 +63,7 @@ def dev_comm_requirements_checked(ctx):
     r = nc.NCCLDevCommRequirements(gin_connection_type=nc.NcclGinConnectionType.FULL)
     if r.gin_connection_type != nc.NcclGinConnectionType.FULL:
         fail("gin_connection_type does not round-trip as NcclGinConnectionType")
-    if _version() < 20907:
+    if nc.nccl_version() < (2, 29, 7):
         expect_raises(nc.NcclUnsupported, lambda: comm.create_dev_comm(r), "2.29.7")
         expect_raises(nc.NcclUnsupported,
                       lambda: comm.create_dev_comm(nc.NCCLDevCommRequirements(gin_queue_depth=8)),
@@ -83,13 +78,13 @@ def dev_comm_requirements_checked(ctx):
 @case()
 def gin_type_queries(ctx):
     comm = nc.get_communicator()
-    if _version() < 20902:
+    if nc.nccl_version() < (2, 29, 2):
         expect_raises(nc.NcclUnsupported, lambda: comm.gin_type, "2.29.2")
     else:
         t = comm.gin_type
         if not isinstance(t, nc.NcclGinType):
             fail(f"gin_type returned {t!r}, not an NcclGinType")
-    if _version() < 20907:
+    if nc.nccl_version() < (2, 29, 7):
         expect_raises(nc.NcclUnsupported, lambda: comm.railed_gin_type, "2.29.7")
     elif not isinstance(comm.railed_gin_type, nc.NcclGinType):
         fail("railed_gin_type is not an NcclGinType")
@@ -100,7 +95,7 @@ def _setup(n_bytes: int, barriers: int = 32):
     if not device.kernels_available():
         raise Skip(nc._C._device_kernels_mismatch())
     dev = comm.create_dev_comm(nc.NCCLDevCommRequirements(lsa_barrier_count=barriers))
-    buf = nc.torch.empty(n_bytes, dtype=torch.uint8, device=torch.device("cuda", comm.device))
+    buf = nc.torch.empty(n_bytes, dtype=torch.uint8, device=comm.device)
     win = comm.register_window(buf)
     if win is None:
         dev.close()
