@@ -23,6 +23,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 CONFIGS = [c for c in os.environ.get("NCCL_CORE_GPU_CONFIGS", "2:eager,2:lazy,4:eager,4:lazy").split(",") if c]
 # NCCL_CORE_GPU_ONLY=case1,case2 runs a subset (for quick iterations).
 ONLY = [c for c in os.environ.get("NCCL_CORE_GPU_ONLY", "").split(",") if c]
+# NCCL_CORE_GPU_SKIP=case1,... leaves cases out (the harness reads it too).
+SKIP = {c for c in os.environ.get("NCCL_CORE_GPU_SKIP", "").split(",") if c}
 _results: dict[str, dict] = {}
 
 
@@ -69,6 +71,8 @@ def test_gpu_case(config, name):
         pytest.skip("no CUDA GPU visible; the GPU suite runs on a GPU host (bash scripts/gpu-test.sh)")
     if _gpus() < world:
         pytest.skip(f"needs {world} GPUs, {_gpus()} visible")
+    if name in SKIP:
+        pytest.skip("left out by NCCL_CORE_GPU_SKIP")
     if config not in _results:
         _results[config] = _launch(config)
     res = _results[config]

@@ -23,7 +23,14 @@ def dev_comm_lifecycle(ctx):
     comm = nc.get_communicator()
     before = comm._resource_count()
     a = comm.create_dev_comm()
-    b = comm.create_dev_comm(nc.NCCLDevCommRequirements(lsa_barrier_count=8, barrier_count=2))
+    world_barriers = nc.NCCLDevCommRequirements(lsa_barrier_count=8, barrier_count=2)
+    if nc.nccl_version() >= (2, 29, 7):
+        # From 2.29.7 world barriers are GIN resources: without a GIN connection
+        # NCCL refuses them, and that refusal must arrive as an exception.
+        expect_raises(nc.NcclError, lambda: comm.create_dev_comm(world_barriers), "GIN")
+        b = comm.create_dev_comm(nc.NCCLDevCommRequirements(lsa_barrier_count=8))
+    else:
+        b = comm.create_dev_comm(world_barriers)
     if not (a.ptr and b.ptr and a.ptr != b.ptr):
         fail(f"device communicators need distinct non-null pointers: {a.ptr:#x} {b.ptr:#x}")
     if a.dev_comm.ptr != a.ptr:
