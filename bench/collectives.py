@@ -45,6 +45,12 @@ def sizes(max_bytes: int) -> list[int]:
     return out
 
 
+def _pattern(start: int, stop: int, dev) -> torch.Tensor:
+    """Element i holds i % 1024, exactly: indices are int64 because float32
+    cannot count past 2**24 (1 GiB of float32 is 2**28 elements)."""
+    return (torch.arange(start, stop, device=dev, dtype=torch.int64) % 1024).to(torch.float32)
+
+
 class Case:
     """Buffers and the call of one (op, size, memory) configuration.  `size`
     is the larger buffer in bytes, as nccl-tests counts it."""
@@ -83,27 +89,23 @@ class Case:
         """Runs the op once on exact data and compares every output element."""
         w, r = self.world, self.rank
         dev = self.inp.device
-        idx = torch.arange(self.inp.numel(), device=dev, dtype=torch.float32) % 1024
+        idx = _pattern(0, self.inp.numel(), dev)
         self.inp.copy_(idx + r)
         self.call(group)
         if self.op == "all_reduce":
-            exp = w * (torch.arange(self.n, device=dev, dtype=torch.float32) % 1024) + w * (w - 1) / 2
-            got = self.inp
+            exp, got = w * _pattern(0, self.n, dev) + w * (w - 1) / 2, self.inp
         elif self.op == "all_gather_into_tensor":
             k = self.n // w
-            exp = torch.cat([(torch.arange(k, device=dev, dtype=torch.float32) % 1024) + q for q in range(w)])
-            got = self.out
+            exp, got = torch.cat([_pattern(0, k, dev) + q for q in range(w)]), self.out
         elif self.op == "reduce_scatter_tensor":
             k = self.n // w
-            base = torch.arange(r * k, (r + 1) * k, device=dev, dtype=torch.float32) % 1024
-            exp, got = w * base + w * (w - 1) / 2, self.out
+            exp, got = w * _pattern(r * k, (r + 1) * k, dev) + w * (w - 1) / 2, self.out
         elif self.op == "all_to_all_single":
             k = self.n // w
-            exp = torch.cat([(torch.arange(r * k, (r + 1) * k, device=dev, dtype=torch.float32) % 1024) + q
-                             for q in range(w)])
+            exp = torch.cat([_pattern(r * k, (r + 1) * k, dev) + q for q in range(w)])
             got = self.out
         else:
-            exp, got = torch.arange(self.n, device=dev, dtype=torch.float32) % 1024, self.inp
+            exp, got = _pattern(0, self.n, dev), self.inp
         return bool(torch.equal(got, exp))
 
 
