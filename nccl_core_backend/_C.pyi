@@ -41,7 +41,7 @@ class Options(Backend.Options):
     blocking_wait: bool
     watchdog_interval: timedelta
     blocking: bool
-    fast_allreduce_max_bytes: int
+    fast_path_max_bytes: int
     cga_cluster_size: int
     min_ctas: int
     max_ctas: int

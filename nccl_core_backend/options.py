@@ -90,9 +90,9 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
     handling = _error_handling(env)
     if handling is not None:
         out["abort_on_error"] = handling == "abort"
-    fast = _nonnegative_int(env, "NCCL_CORE_FAST_ALLREDUCE_MAX_BYTES")
+    fast = _nonnegative_int(env, "NCCL_CORE_FAST_PATH_MAX_BYTES")
     if fast is not None:
-        out["fast_allreduce_max_bytes"] = fast
+        out["fast_path_max_bytes"] = fast
     period = _positive_int(env, "NCCL_CORE_WATCHDOG_MS")
     if period is not None:
         out["watchdog_interval"] = timedelta(milliseconds=period)

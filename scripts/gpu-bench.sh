@@ -17,11 +17,11 @@ for n in ${NCCL_CORE_BENCH_WORLDS:-2 4}; do
   timeout 300 torchrun --nproc-per-node=$n bench/collectives.py --out "$WORK/collectives-$n" \
     > "$WORK/collectives-$n.log" 2>&1 || echo "collectives $n: exit $?"
   cat "$WORK/collectives-$n/results.md" 2>/dev/null | grep -v "^$" | head -200
-  echo "== all_reduce with the fast path (fast_allreduce_max_bytes=256 KiB), $n GPUs"
-  NCCL_CORE_FAST_ALLREDUCE_MAX_BYTES=262144 timeout 120 torchrun --nproc-per-node=$n \
-    bench/collectives.py --ops all_reduce --max-bytes 4194304 --out "$WORK/fast-$n" \
+  echo "== the fast path (fast_path_max_bytes=256 KiB), all five collectives up to 4 MiB, $n GPUs"
+  NCCL_CORE_FAST_PATH_MAX_BYTES=262144 timeout 200 torchrun --nproc-per-node=$n \
+    bench/collectives.py --max-bytes 4194304 --out "$WORK/fast-$n" \
     > "$WORK/fast-$n.log" 2>&1 || echo "fast $n: exit $?"
-  cat "$WORK/fast-$n/results.md" 2>/dev/null | grep -v "^$" | head -40
+  cat "$WORK/fast-$n/results.md" 2>/dev/null | grep -v "^$" | head -120
   echo "== device all_reduce, $n GPUs"
   timeout 120 torchrun --nproc-per-node=$n bench/device.py --out "$WORK/device-$n" \
     > "$WORK/device-$n.log" 2>&1 || echo "device $n: exit $?"

@@ -124,8 +124,8 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   watchdog_ = std::make_unique<Watchdog>(
       options_->watchdog_interval, options_->abort_on_error,
       [this](const std::string& msg) { record_error(msg); });
-  if (options_->fast_allreduce_max_bytes > 0) {
-    fast_allreduce_ = std::make_unique<FastAllReduce>(options_->fast_allreduce_max_bytes);
+  if (options_->fast_path_max_bytes > 0) {
+    fast_ = std::make_unique<fast::Engine>(options_->fast_path_max_bytes);
   }
   device_ = device;
   comm_ = std::move(comm);

@@ -17,7 +17,7 @@
 #include <optional>
 #include <string>
 
-#include "backend/fast_allreduce.h"
+#include "fast/engine.h"
 #include "backend/options.h"
 #include "backend/work.h"
 #include "comm/communicator.h"
@@ -164,6 +164,9 @@ class Backend : public c10d::Backend {
   ncclRedOp_t reduce_op(const c10d::ReduceOp& op, const at::Tensor& t,
                         ncclDataType_t type, Work& work, const char* what);
   void destroy_redops();
+  // The fast path for the call being launched, or nullptr (off, or inside a
+  // coalescing block, whose calls NCCL must group).
+  fast::Engine* fast_path() const { return coalescing_ ? nullptr : fast_.get(); }
   std::chrono::milliseconds timeout_of(std::chrono::milliseconds t) const;
 
   c10::intrusive_ptr<c10d::Store> store_;
@@ -173,7 +176,7 @@ class Backend : public c10d::Backend {
   std::unique_ptr<at::cuda::CUDAEvent> ready_event_; // reused for stream sync
   std::optional<at::Device> device_;
   std::unique_ptr<Watchdog> watchdog_;
-  std::unique_ptr<FastAllReduce> fast_allreduce_;  // null unless enabled
+  std::unique_ptr<fast::Engine> fast_;  // null unless fast_path_max_bytes > 0
   std::mutex init_mutex_;
   std::atomic<uint64_t> seq_{0};
   uint64_t uid_counter_ = 0;

@@ -142,6 +142,11 @@ WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors,
   return launch(OpType::BROADCAST, dev, {}, {t}, opts.timeout, "broadcast",
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf b = buf(t, "broadcast");
+                  auto* f = fast_path();
+                  if (f && f->broadcast(c, b.ptr, b.count * types::element_size(b.type),
+                                        static_cast<int>(opts.rootRank), s)) {
+                    return;
+                  }
                   c.call(ncclBroadcast(b.ptr, b.ptr, b.count, b.type,
                                        static_cast<int>(opts.rootRank), c.get(), s),
                          "ncclBroadcast");
@@ -157,8 +162,8 @@ WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors,
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   Buf b = buf(t, "allreduce");
                   ncclRedOp_t op = reduce_op(opts.reduceOp, t, b.type, w, "allreduce");
-                  if (fast_allreduce_ && !coalescing_ &&
-                      fast_allreduce_->try_run(c, b.ptr, b.count, b.type, op, s)) {
+                  auto* f = fast_path();
+                  if (f && f->all_reduce(c, b.ptr, b.ptr, b.count, b.type, op, s)) {
                     return;
                   }
                   c.call(ncclAllReduce(b.ptr, b.ptr, b.count, b.type, op, c.get(), s),
@@ -222,6 +227,11 @@ WorkPtr Backend::_allgather_base(at::Tensor& output, at::Tensor& input,
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf in = buf(input, "all_gather_into_tensor");
                   Buf out = buf(output, "all_gather_into_tensor");
+                  auto* f = fast_path();
+                  if (f && f->all_gather(c, in.ptr, out.ptr,
+                                         in.count * types::element_size(in.type), s)) {
+                    return;
+                  }
                   c.call(ncclAllGather(in.ptr, out.ptr, in.count, in.type, c.get(), s),
                          "ncclAllGather");
                 });
@@ -428,6 +438,10 @@ WorkPtr Backend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                   Buf out = buf(output, "reduce_scatter_tensor");
                   ncclRedOp_t op = reduce_op(opts.reduceOp, input, in.type, w,
                                              "reduce_scatter_tensor");
+                  auto* f = fast_path();
+                  if (f && f->reduce_scatter(c, in.ptr, out.ptr, out.count, out.type, op, s)) {
+                    return;
+                  }
                   c.call(ncclReduceScatter(in.ptr, out.ptr, out.count, out.type, op,
                                            c.get(), s),
                          "ncclReduceScatter");

@@ -27,9 +27,11 @@ struct GroupOptions : c10d::Backend::Options {
   // fail the pending works and keep the communicator, so the survivors of a
   // dead rank can dist.shrink_group(..., SHRINK_ABORT) and go on.
   bool abort_on_error = true;
-  // all_reduce calls up to this many bytes run as one device-API kernel on a
-  // symmetric scratch window (fast_allreduce.h); 0 = off.
-  size_t fast_allreduce_max_bytes = 0;
+  // all_reduce, reduce_scatter_tensor, all_gather_into_tensor, broadcast and
+  // even all_to_all_single calls whose input is at most this many bytes run
+  // as one kernel of ours on a symmetric scratch window (fast/engine.h);
+  // 0 = off.
+  size_t fast_path_max_bytes = 0;
   CommConfig config;
 };
 

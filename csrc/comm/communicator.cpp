@@ -88,6 +88,34 @@ Communicator::~Communicator() {
   // An owner that forgot to finalize must not leak the comm; abort never
   // blocks on peers, unlike destroy.
   abort();
+  if (int* flag = abort_flag_host_.load()) {
+    (void)cudaFreeHost(flag);
+  }
+}
+
+void Communicator::raise_abort_flag() noexcept {
+  if (int* flag = abort_flag_host_.load()) {
+    *static_cast<volatile int*>(flag) = 1;
+  }
+}
+
+const volatile int* Communicator::abort_flag() {
+  std::lock_guard<std::mutex> lock(abort_flag_mutex_);
+  if (abort_flag_host_.load() == nullptr) {
+    DeviceScope scope(device_);
+    void* host = nullptr;
+    NCCL_CORE_CUDA_CHECK(cudaHostAlloc(&host, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
+    *static_cast<volatile int*>(host) = state_.load() == State::Aborted ? 1 : 0;
+    void* dev = nullptr;
+    cudaError_t err = cudaHostGetDevicePointer(&dev, host, 0);
+    if (err != cudaSuccess) {
+      (void)cudaFreeHost(host);
+      api::cuda_check(err, "cudaHostGetDevicePointer");
+    }
+    abort_flag_device_ = static_cast<const volatile int*>(dev);
+    abort_flag_host_ = static_cast<int*>(host);
+  }
+  return abort_flag_device_;
 }
 
 ncclUniqueId Communicator::new_unique_id() {
@@ -239,6 +267,10 @@ std::shared_ptr<Communicator> Communicator::shrink(
   DeviceScope scope(device_);
   ncclConfig_t cfg = to_nccl(config);
   ncclComm_t parent = get();
+  if (flags & NCCL_SHRINK_ABORT) {
+    // NCCL aborts the parent's kernels; ours must stop waiting as well.
+    raise_abort_flag();
+  }
   std::vector<int> ranks(exclude);
   auto child = make_child("ncclCommShrink", config.blocking, timeout, [&](ncclComm_t* out) {
     return ncclCommShrink(parent, ranks.data(), static_cast<int>(ranks.size()), out, &cfg, flags);
@@ -444,6 +476,8 @@ void Communicator::abort() noexcept {
     }
     state_ = State::Aborted;
   }
+  // Our own waiting kernels first: NCCL's abort may wait for the device.
+  raise_abort_flag();
   int previous = -1;
   (void)cudaGetDevice(&previous);
   (void)cudaSetDevice(device_);

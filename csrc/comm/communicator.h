@@ -123,6 +123,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // frees the resources itself; they are marked closed afterwards.
   void abort() noexcept;
 
+  // Device address of a host-mapped word that the extension's own kernels
+  // poll while they wait on peers (fast/kernels.cu).  abort() sets it before
+  // ncclCommAbort, so such a kernel ends instead of spinning forever (NCCL
+  // does the same for its own kernels).  Allocated at the first request.
+  const volatile int* abort_flag();
+
  private:
   Communicator(ncclComm_t comm, int nranks, int rank, int device,
                std::chrono::milliseconds timeout, bool blocking);
@@ -130,6 +136,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
                                              std::chrono::milliseconds timeout,
                                              bool blocking, const char* what);
   // ncclCommShrink / ncclCommSplit: `start` issues the call into `child`.
+  void raise_abort_flag() noexcept;
   template <class F>
   std::shared_ptr<Communicator> make_child(const char* what, bool blocking,
                                            std::chrono::milliseconds timeout, F&& start);
@@ -146,6 +153,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   mutable std::mutex resources_mutex_;
   std::vector<std::shared_ptr<Resource>> resources_;
   std::vector<std::pair<std::string, std::weak_ptr<Resource>>> attachments_;
+  std::mutex abort_flag_mutex_;
+  std::atomic<int*> abort_flag_host_{nullptr};  // pinned, mapped
+  const volatile int* abort_flag_device_ = nullptr;
 };
 
 } // namespace nccl_core

@@ -11,6 +11,7 @@
 #include "comm/resources.h"
 #include "device/dev_comm.h"
 #include "device/layouts.h"
+#include "util/reduce.cuh"
 #include "nccl/api.h"
 
 namespace nccl_core {
@@ -36,50 +37,6 @@ namespace {
 constexpr int kMaxPeers = 16;
 constexpr int kThreads = 512;
 constexpr int kMaxBlocks = 32;
-
-template <class T> struct Acc { using type = T; };
-template <> struct Acc<__half> { using type = float; };
-template <> struct Acc<__nv_bfloat16> { using type = float; };
-
-// Explicit conversions: torch builds with __CUDA_NO_HALF_CONVERSIONS__.
-template <class T>
-__device__ __forceinline__ typename Acc<T>::type to_acc(T v) {
-  return static_cast<typename Acc<T>::type>(v);
-}
-template <>
-__device__ __forceinline__ float to_acc<__half>(__half v) { return __half2float(v); }
-template <>
-__device__ __forceinline__ float to_acc<__nv_bfloat16>(__nv_bfloat16 v) {
-  return __bfloat162float(v);
-}
-template <class T>
-__device__ __forceinline__ T from_acc(typename Acc<T>::type v) { return static_cast<T>(v); }
-template <>
-__device__ __forceinline__ __half from_acc<__half>(float v) { return __float2half(v); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_acc<__nv_bfloat16>(float v) {
-  return __float2bfloat16(v);
-}
-
-template <int Op, class A>
-__device__ __forceinline__ A combine(A a, A b) {
-  if constexpr (Op == ncclProd) {
-    return a * b;
-  } else if constexpr (Op == ncclMax) {
-    return a > b ? a : b;
-  } else if constexpr (Op == ncclMin) {
-    return a < b ? a : b;
-  } else {
-    return a + b;  // Sum, and Avg before its division
-  }
-}
-
-// One 16-byte pack of T, so peers' memory is read in wide NVLink loads.
-template <class T>
-union Pack {
-  uint4 raw;
-  T v[16 / sizeof(T)];
-};
 
 template <class T>
 __device__ __forceinline__ uint4 load_pack(const T* p, size_t i, bool aligned) {
@@ -227,28 +184,6 @@ void launch_reduce(const ncclDevComm& comm, ncclWindow_t w, size_t offset, const
   NCCL_CORE_CUDA_CHECK(cudaGetLastError());
 }
 
-template <class T>
-void dispatch_op(int op, const ncclDevComm& comm, ncclWindow_t w, size_t offset, const void* in,
-                 void* out, size_t count, int blocks, cudaStream_t stream) {
-  switch (op) {
-    case ncclSum: return launch_reduce<T, ncclSum>(comm, w, offset, in, out, count, blocks, stream);
-    case ncclProd: return launch_reduce<T, ncclProd>(comm, w, offset, in, out, count, blocks, stream);
-    case ncclMax: return launch_reduce<T, ncclMax>(comm, w, offset, in, out, count, blocks, stream);
-    case ncclMin: return launch_reduce<T, ncclMin>(comm, w, offset, in, out, count, blocks, stream);
-    case ncclAvg:
-      if constexpr (std::is_floating_point<T>::value || std::is_same<T, __half>::value ||
-                    std::is_same<T, __nv_bfloat16>::value) {
-        return launch_reduce<T, ncclAvg>(comm, w, offset, in, out, count, blocks, stream);
-      }
-      break;
-    default:
-      break;
-  }
-  throw NcclInvalid(concat("device all_reduce: reduction operator ", op,
-                           " is not supported for this dtype (SUM, PROD, MAX, MIN; AVG for "
-                           "floating types)"));
-}
-
 } // namespace
 
 int built_nccl_version() { return NCCL_VERSION_CODE; }
@@ -265,20 +200,18 @@ void all_reduce(const DevComm& dc, const Window& win, size_t offset, const void*
   }
   const ncclDevComm& comm = dev_comm_of(dc);
   ncclWindow_t w = win.handle();
-  switch (type) {
-    case ncclFloat32: return dispatch_op<float>(op, comm, w, offset, in, out, count, blocks, stream);
-    case ncclFloat64: return dispatch_op<double>(op, comm, w, offset, in, out, count, blocks, stream);
-    case ncclFloat16: return dispatch_op<__half>(op, comm, w, offset, in, out, count, blocks, stream);
-    case ncclBfloat16:
-      return dispatch_op<__nv_bfloat16>(op, comm, w, offset, in, out, count, blocks, stream);
-    case ncclInt32: return dispatch_op<int32_t>(op, comm, w, offset, in, out, count, blocks, stream);
-    case ncclInt64: return dispatch_op<int64_t>(op, comm, w, offset, in, out, count, blocks, stream);
-    case ncclUint8: return dispatch_op<uint8_t>(op, comm, w, offset, in, out, count, blocks, stream);
-    case ncclInt8: return dispatch_op<int8_t>(op, comm, w, offset, in, out, count, blocks, stream);
-    default:
-      throw NcclInvalid(concat("device all_reduce: unsupported dtype (NCCL type ", int(type),
-                               "); use float32/64, float16, bfloat16, int8/32/64 or uint8"));
-  }
+  bool op_ok = true;
+  bool type_ok = visit_type(type, [&](auto tt) {
+    using T = typename decltype(tt)::type;
+    op_ok = visit_op<T>(op, [&](auto ot) {
+      launch_reduce<T, decltype(ot)::value>(comm, w, offset, in, out, count, blocks, stream);
+    });
+  });
+  NCCL_CORE_REQUIRE(type_ok, "device all_reduce: unsupported dtype (NCCL type ", int(type),
+                    "); use float32/64, float16, bfloat16, int8/32/64 or uint8");
+  NCCL_CORE_REQUIRE(op_ok, "device all_reduce: reduction operator ", op,
+                    " is not supported for this dtype (SUM, PROD, MAX, MIN; AVG for "
+                    "floating types)");
 }
 
 void all_gather(const DevComm& dc, const Window& win, size_t offset, void* out, size_t bytes,

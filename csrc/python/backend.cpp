@@ -33,9 +33,10 @@ void bind_backend(py::module_& m) {
                      "Abort the communicator on a timeout or NCCL error (default); False "
                      "fails the pending work but keeps it for dist.shrink_group(..., "
                      "SHRINK_ABORT)")
-      .def_readwrite("fast_allreduce_max_bytes", &GroupOptions::fast_allreduce_max_bytes,
-                     "all_reduce calls up to this many bytes run as one device-API kernel on "
-                     "a symmetric scratch window; 0 (default) = off")
+      .def_readwrite("fast_path_max_bytes", &GroupOptions::fast_path_max_bytes,
+                     "all_reduce, reduce_scatter_tensor, all_gather_into_tensor, broadcast "
+                     "and even all_to_all_single calls whose input is at most this many "
+                     "bytes run as one nccl_core kernel over NVLink; 0 (default) = off")
       .def_property(
           "blocking", [](const GroupOptions& o) { return o.config.blocking; },
           [](GroupOptions& o, bool v) { o.config.blocking = v; },

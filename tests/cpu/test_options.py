@@ -272,16 +272,16 @@ def test_communicators_are_blocking_by_default():
     assert opts.blocking is False
 
 
-def test_fast_allreduce_threshold_from_the_environment():
-    assert env_settings({"NCCL_CORE_FAST_ALLREDUCE_MAX_BYTES": "65536"}) == {
-        "fast_allreduce_max_bytes": 65536
+def test_fast_path_threshold_from_the_environment():
+    assert env_settings({"NCCL_CORE_FAST_PATH_MAX_BYTES": "65536"}) == {
+        "fast_path_max_bytes": 65536
     }
-    assert env_settings({"NCCL_CORE_FAST_ALLREDUCE_MAX_BYTES": "0"}) == {"fast_allreduce_max_bytes": 0}
-    with pytest.raises(ValueError, match="NCCL_CORE_FAST_ALLREDUCE_MAX_BYTES"):
-        env_settings({"NCCL_CORE_FAST_ALLREDUCE_MAX_BYTES": "-1"})
+    assert env_settings({"NCCL_CORE_FAST_PATH_MAX_BYTES": "0"}) == {"fast_path_max_bytes": 0}
+    with pytest.raises(ValueError, match="NCCL_CORE_FAST_PATH_MAX_BYTES"):
+        env_settings({"NCCL_CORE_FAST_PATH_MAX_BYTES": "-1"})
 
 
-def test_fast_allreduce_is_off_by_default():
+def test_fast_path_is_off_by_default():
     from nccl_core_backend.options import make_options
 
-    assert make_options(None, env={}).fast_allreduce_max_bytes == 0
+    assert make_options(None, env={}).fast_path_max_bytes == 0

@@ -13,4 +13,5 @@ from tests.gpu.cases import (  # noqa: F401
     rma,
     reliability,
     device,
+    fast,
 )

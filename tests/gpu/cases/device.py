@@ -201,34 +201,3 @@ def device_collectives_bad_input(ctx):
         dev.close()
     # Nothing above was enqueued: the window and communicator still work.
     sanity(ctx)
-
-
-@case()
-def fast_allreduce_matches_reference(ctx):
-    """A group with fast_allreduce_max_bytes: calls up to the threshold take the
-    device kernel, larger ones NCCL; every dtype and op, aligned or not."""
-    if not device.kernels_available():
-        raise Skip(nc._C._device_kernels_mismatch())
-    w, d = ctx.world, ctx.device
-    opts = nc.Options()
-    opts.fast_allreduce_max_bytes = 1 << 14
-    g = dist.new_group(list(range(w)), pg_options=opts)
-    dtypes = DEVICE_DTYPES + [torch.bool]
-    for n in (1, 7, 1031, 2048, 4096, 4097):
-        for dtype in dtypes:
-            elem = torch.empty(0, dtype=dtype).element_size()
-            for name in ("SUM", "PRODUCT", "MIN", "MAX", "AVG"):
-                if name == "AVG" and dtype not in FLOAT_TYPES:
-                    continue
-                inputs = [make(ctx, r, dtype, n=n, op=name, salt=n + 7) for r in range(w)]
-                # A one-element storage offset: the kernel's local accesses must
-                # not assume alignment (n=2048 takes the wide window path).
-                base = torch.zeros(n + 1, dtype=dtype, device=d)
-                t = base[1:] if n in (1031, 2048) else base[:n]
-                t.copy_(inputs[ctx.rank].to(d))
-                dist.all_reduce(t, op=getattr(dist.ReduceOp, name), group=g)
-                ref = reduce_ref(inputs, name, dtype)
-                path = "device" if n * elem <= opts.fast_allreduce_max_bytes else "nccl"
-                check(t, ref, dtype, name, w, f"fast all_reduce ({path}) n={n}")
-    dist.destroy_process_group(g)
-    sanity(ctx)

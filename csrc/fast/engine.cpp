@@ -1,0 +1,149 @@
+#include "fast/engine.h"
+
+#include <ATen/cuda/CUDAGraphsUtils.cuh>
+
+#include "comm/communicator.h"
+#include "comm/resources.h"
+#include "memory/allocator.h"
+#include "nccl/api.h"
+#include "nccl/newer.h"
+#include "nccl/types.h"
+
+namespace nccl_core::fast {
+
+namespace {
+
+bool floating(ncclDataType_t t) {
+  return t == ncclFloat32 || t == ncclFloat64 || t == ncclFloat16 || t == ncclBfloat16;
+}
+
+// What the reduce kernel covers (kernels.cu: visit_type / visit_op).
+bool reducible(ncclDataType_t t, ncclRedOp_t op) {
+  switch (t) {
+    case ncclFloat32: case ncclFloat64: case ncclFloat16: case ncclBfloat16:
+    case ncclInt8: case ncclUint8: case ncclInt32: case ncclInt64:
+      break;
+    default:
+      return false;
+  }
+  return op == ncclSum || op == ncclProd || op == ncclMax || op == ncclMin ||
+         (op == ncclAvg && floating(t));
+}
+
+// Halves of the window start 16-byte aligned so that wide loads apply.
+size_t round16(size_t v) { return (v + 15) / 16 * 16; }
+
+}  // namespace
+
+bool Engine::whole_group_reachable(Communicator& comm) {
+  if (reachable_ < 0) {
+    bool whole = false;
+    if (comm.nranks() > 1 && comm.nranks() <= kMaxRanks &&
+        api::find_symbol("ncclTeamLsa") != nullptr) {
+      auto team = api::require<newer::TeamLsaFn>("ncclTeamLsa", "the fast path",
+                                                 newer::kDeviceApiVersion)(comm.get());
+      whole = team.nranks == comm.nranks();
+    }
+    reachable_ = whole ? 1 : 0;
+  }
+  return reachable_ == 1;
+}
+
+void Engine::set_up(Communicator& comm, cudaStream_t stream) {
+  auto self = comm.shared_from_this();
+  size_t half = round16(max_bytes_);
+  size_t bytes = kFlagBytes + 2 * half;
+  scratch_ = memory::empty({static_cast<int64_t>(bytes)}, at::kByte, comm.device(), false);
+  // Peers write our barrier flags as soon as they run their first kernel,
+  // which may be before ours: the zeros must land before we register.
+  NCCL_CORE_CUDA_CHECK(cudaMemsetAsync(scratch_.data_ptr(), 0, bytes, stream));
+  NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  epoch_ = at::zeros({1}, at::TensorOptions().dtype(at::kLong).device(at::kCUDA, comm.device()));
+  window_ = Window::create(self, scratch_.data_ptr(), bytes, 0, scratch_.storage());
+  if (!window_) {
+    disabled_ = true;  // no windows on this system: the same on every rank
+    return;
+  }
+  Shared s{};
+  for (int r = 0; r < comm.nranks(); ++r) {
+    auto p = window_->peer_pointer(r, 0);
+    if (!p) {
+      disabled_ = true;  // reachability is symmetric: every rank sees a gap
+      window_->close();
+      return;
+    }
+    s.window[r] = static_cast<char*>(*p);
+  }
+  s.epoch = reinterpret_cast<unsigned long long*>(epoch_.data_ptr<int64_t>());
+  s.abort = comm.abort_flag();
+  s.half = half;
+  s.nranks = comm.nranks();
+  s.rank = comm.rank();
+  shared_ = s;
+}
+
+bool Engine::ready(Communicator& comm, size_t staged, cudaStream_t stream) {
+  if (disabled_ || staged == 0 || staged > max_bytes_ || !whole_group_reachable(comm)) {
+    return false;
+  }
+  // Closed with the communicator's resources (on every rank, like any
+  // collective resource call): set up again here, at the same call everywhere.
+  if (!window_ || !window_->is_valid()) {
+    if (at::cuda::currentStreamCaptureStatusMayInitCtx() != at::cuda::CaptureStatus::None) {
+      return false;  // every rank captures the same calls: all go to NCCL
+    }
+    set_up(comm, stream);
+  }
+  return !disabled_;
+}
+
+bool Engine::all_reduce(Communicator& comm, const void* in, void* out, size_t count,
+                        ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream) {
+  if (!reducible(type, op) || !ready(comm, count * types::element_size(type), stream)) {
+    return false;
+  }
+  return launch_reduce(shared_, in, count, out, count, 0, type, op, stream);
+}
+
+bool Engine::reduce_scatter(Communicator& comm, const void* in, void* out, size_t count,
+                            ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream) {
+  size_t n = static_cast<size_t>(comm.nranks());
+  if (!reducible(type, op) || !ready(comm, n * count * types::element_size(type), stream)) {
+    return false;
+  }
+  return launch_reduce(shared_, in, n * count, out, count, comm.rank() * count, type, op, stream);
+}
+
+bool Engine::all_gather(Communicator& comm, const void* in, void* out, size_t bytes,
+                        cudaStream_t stream) {
+  if (!ready(comm, bytes, stream)) {
+    return false;
+  }
+  launch_copy(shared_, in, bytes, out, bytes, 0, 0, comm.nranks(), stream);
+  return true;
+}
+
+bool Engine::all_to_all(Communicator& comm, const void* in, void* out, size_t bytes,
+                        cudaStream_t stream) {
+  size_t n = static_cast<size_t>(comm.nranks());
+  if (!ready(comm, n * bytes, stream)) {
+    return false;
+  }
+  launch_copy(shared_, in, n * bytes, out, bytes, comm.rank() * bytes, 0, comm.nranks(), stream);
+  return true;
+}
+
+bool Engine::broadcast(Communicator& comm, void* buf, size_t bytes, int root,
+                       cudaStream_t stream) {
+  if (!ready(comm, bytes, stream)) {
+    return false;
+  }
+  if (comm.rank() == root) {
+    launch_copy(shared_, buf, bytes, buf, bytes, 0, root, 0, stream);
+  } else {
+    launch_copy(shared_, nullptr, 0, buf, bytes, 0, root, 1, stream);
+  }
+  return true;
+}
+
+}  // namespace nccl_core::fast

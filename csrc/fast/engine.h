@@ -1,0 +1,64 @@
+// The fast path of a group: small collectives as one kernel of our own
+// (kernels.h) instead of an NCCL launch, where every rank of the group can
+// load and store every other rank's memory (one NVLink domain).
+//
+// Enabled by `fast_path_max_bytes` (0 = off).  A call takes the path when the
+// bytes it stages (its input) fit that size and its type and operator are
+// covered; whether it does depends only on the call's arguments and on the
+// group, never on where the user's tensors live, so every rank decides the
+// same and no registration of user memory needs agreeing on.  The scratch
+// window is created at the first eligible call, which every rank reaches
+// together; a first eligible call under CUDA graph capture goes to NCCL
+// instead (no allocation or registration may happen while capturing).
+#pragma once
+
+#include <ATen/ATen.h>
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <memory>
+
+#include "fast/kernels.h"
+
+namespace nccl_core {
+
+class Communicator;
+class Window;
+
+namespace fast {
+
+class Engine {
+ public:
+  explicit Engine(size_t max_bytes) : max_bytes_(max_bytes) {}
+
+  // Each runs the call on `stream` and returns true when it is eligible;
+  // false, with nothing enqueued, otherwise.  `op` is the ncclRedOp_t the
+  // backend would hand NCCL; counts are in elements of `type`.
+  bool all_reduce(Communicator& comm, const void* in, void* out, size_t count,
+                  ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream);
+  bool reduce_scatter(Communicator& comm, const void* in, void* out, size_t count,
+                      ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream);
+  // Sizes in bytes: `bytes` per rank.
+  bool all_gather(Communicator& comm, const void* in, void* out, size_t bytes,
+                  cudaStream_t stream);
+  bool all_to_all(Communicator& comm, const void* in, void* out, size_t bytes,
+                  cudaStream_t stream);
+  bool broadcast(Communicator& comm, void* buf, size_t bytes, int root, cudaStream_t stream);
+
+ private:
+  // The group qualifies, `staged` bytes fit, and the scratch window is ready.
+  bool ready(Communicator& comm, size_t staged, cudaStream_t stream);
+  bool whole_group_reachable(Communicator& comm);
+  void set_up(Communicator& comm, cudaStream_t stream);
+
+  const size_t max_bytes_;
+  int reachable_ = -1;  // -1 unknown, 0 no, 1 yes (a property of the group)
+  bool disabled_ = false;
+  std::shared_ptr<Window> window_;
+  at::Tensor scratch_;
+  at::Tensor epoch_;
+  Shared shared_{};
+};
+
+}  // namespace fast
+}  // namespace nccl_core

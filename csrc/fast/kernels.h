@@ -1,0 +1,60 @@
+// Kernels of the fast path (engine.h): small collectives over a symmetric
+// scratch window whose every copy this rank can load and store (NVLink).
+//
+// Each call is one kernel on every rank: copy this rank's input into its own
+// copy of the window, cross one barrier of every block of every rank, then
+// read (and reduce) what the call needs from the peers' copies.  Inputs go to
+// one of two halves of the window, alternating per call, so one barrier is
+// enough: a rank writes half h again only two calls later, after a barrier
+// that every peer reached once done reading half h.
+//
+// The kernels use plain peer pointers (no ncclDevComm), so they run on any
+// NCCL that gives window pointers.  The barrier polls the communicator's
+// abort flag: an abort (watchdog timeout, a lost rank) ends a waiting kernel
+// instead of leaving it spinning.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <cstddef>
+
+namespace nccl_core::fast {
+
+constexpr int kMaxRanks = 16;
+// Every call launches exactly this many blocks: the barrier counts blocks.
+constexpr int kBlocks = 16;
+// Window layout: barrier flags first, then two data halves.
+constexpr size_t kFlagBytes = sizeof(unsigned long long) * kMaxRanks * kBlocks;
+
+// Where one call's kernel finds everything (identical on every call of a
+// group but the epoch, which lives in device memory so graph replays advance
+// it too).
+struct Shared {
+  char* window[kMaxRanks];     // each rank's copy of the scratch window
+  unsigned long long* epoch;   // this rank's call counter (device memory)
+  const volatile int* abort;   // the communicator's abort flag (host-mapped)
+  size_t half;                 // bytes in each data half
+  int nranks;
+  int rank;
+};
+
+// out[j] = op over ranks r of rank r's input[src_offset + j], j < count,
+// after every rank has staged `in_count` elements of its input.
+//   all_reduce:     in_count = count,          src_offset = 0
+//   reduce_scatter: in_count = count * nranks, src_offset = rank * count
+// op: ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg (floating types).
+// False (nothing launched) for a type or op the kernels do not cover.
+bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, size_t count,
+                   size_t src_offset, ncclDataType_t type, int op, cudaStream_t stream);
+
+// For peers p in [first, first + npeers): out[(p - first) * bytes + j] =
+// rank p's staged input at byte src_offset + j, j < bytes, after every rank
+// has staged `in_bytes` of its input (`in` may be null with in_bytes 0).
+//   all_gather:  in_bytes = bytes,          first 0,    npeers nranks, src 0
+//   all_to_all:  in_bytes = bytes * nranks, first 0,    npeers nranks, src rank * bytes
+//   broadcast:   root stages; others read first = root, npeers 1
+void launch_copy(const Shared& s, const void* in, size_t in_bytes, void* out, size_t bytes,
+                 size_t src_offset, int first, int npeers, cudaStream_t stream);
+
+}  // namespace nccl_core::fast

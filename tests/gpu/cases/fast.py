@@ -1,0 +1,203 @@
+"""The fast path (issue 6): groups with `fast_path_max_bytes` run small
+all_reduce, reduce_scatter_tensor, all_gather_into_tensor, broadcast and even
+all_to_all_single calls as one nccl_core kernel.  Every output element is
+compared with a float64 CPU reference, below and above the threshold, aligned
+and not; then back-to-back calls (the two scratch halves), CUDA graphs, and a
+rank that never arrives."""
+
+from __future__ import annotations
+
+import datetime
+import time
+
+import torch
+import torch.distributed as dist
+
+import nccl_core_backend as nc
+from tests.gpu.cases.common import check, expect_raises, make, poison, reduce_ref, sanity
+from tests.gpu.registry import Skip, case
+
+THRESHOLD = 1 << 14
+REDUCE_DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8,
+                 torch.uint8, torch.int32, torch.int64, torch.bool]
+COPY_DTYPES = [torch.float32, torch.bfloat16, torch.uint8, torch.int64]
+FLOAT_TYPES = {torch.float32, torch.float64, torch.float16, torch.bfloat16}
+OPS = ("SUM", "PRODUCT", "MIN", "MAX", "AVG")
+# Element counts: tiny, odd, exactly at a 16-byte multiple, and (for 4-byte
+# types) above the threshold so the same group also takes NCCL's path.
+SIZES = (1, 7, 1031, 2048, 4097)
+
+
+def _group(ctx, timeout=None):
+    opts = nc.Options()
+    opts.fast_path_max_bytes = THRESHOLD
+    kw = {"timeout": timeout} if timeout else {}
+    return dist.new_group(list(range(ctx.world)), backend="nccl_core", pg_options=opts, **kw)
+
+
+def _placed(ctx, t: torch.Tensor, misalign: bool) -> torch.Tensor:
+    """`t` on the GPU, one element past an aligned start when `misalign`."""
+    base = torch.zeros(t.numel() + 1, dtype=t.dtype, device=ctx.device)
+    out = base[1:] if misalign else base[: t.numel()]
+    out.copy_(t.to(ctx.device))
+    return out
+
+
+def _path(nbytes: int) -> str:
+    return "fast" if nbytes <= THRESHOLD else "nccl"
+
+
+@case()
+def fast_path_reductions_match_reference(ctx):
+    w, r = ctx.world, ctx.rank
+    g = _group(ctx)
+    for n in SIZES:
+        for dtype in REDUCE_DTYPES:
+            elem = torch.empty(0, dtype=dtype).element_size()
+            for op in OPS:
+                if op == "AVG" and dtype not in FLOAT_TYPES:
+                    continue
+                red = getattr(dist.ReduceOp, op)
+                misalign = n in (1031, 2048)
+                # all_reduce
+                inputs = [make(ctx, q, dtype, n=n, op=op, salt=n + 7) for q in range(w)]
+                t = _placed(ctx, inputs[r], misalign)
+                dist.all_reduce(t, op=red, group=g)
+                check(t, reduce_ref(inputs, op, dtype), dtype, op, w,
+                      f"all_reduce ({_path(n * elem)}) n={n}")
+                # reduce_scatter_tensor: each rank contributes w blocks of n
+                inputs = [make(ctx, q, dtype, n=n * w, op=op, salt=n + 11) for q in range(w)]
+                src = _placed(ctx, inputs[r], misalign)
+                out = poison((n,), dtype, ctx.device)
+                dist.reduce_scatter_tensor(out, src, op=red, group=g)
+                ref = reduce_ref(inputs, op, dtype).reshape(w, n)[r]
+                check(out, ref, dtype, op, w, f"reduce_scatter_tensor ({_path(n * w * elem)}) n={n}")
+    dist.destroy_process_group(g)
+    sanity(ctx)
+
+
+@case()
+def fast_path_copies_match_reference(ctx):
+    w, r = ctx.world, ctx.rank
+    g = _group(ctx)
+    for n in SIZES:
+        for dtype in COPY_DTYPES:
+            elem = torch.empty(0, dtype=dtype).element_size()
+            misalign = n in (7, 2048)
+            inputs = [make(ctx, q, dtype, n=n, salt=n + 3) for q in range(w)]
+            # all_gather_into_tensor
+            src = _placed(ctx, inputs[r], misalign)
+            out = poison((n * w,), dtype, ctx.device)
+            dist.all_gather_into_tensor(out, src, group=g)
+            check(out, torch.cat(inputs), dtype, "SUM", 1, f"all_gather ({_path(n * elem)}) n={n}")
+            # broadcast from every root
+            for root in range(w):
+                t = _placed(ctx, inputs[r], misalign)
+                dist.broadcast(t, root, group=g)
+                check(t, inputs[root], dtype, "SUM", 1,
+                      f"broadcast root={root} ({_path(n * elem)}) n={n}")
+            # all_to_all_single, even splits: block q of rank p goes to rank q
+            blocks = [make(ctx, q, dtype, n=n * w, salt=n + 5) for q in range(w)]
+            src = _placed(ctx, blocks[r], misalign)
+            out = poison((n * w,), dtype, ctx.device)
+            dist.all_to_all_single(out, src, group=g)
+            ref = torch.cat([blocks[p].reshape(w, n)[r] for p in range(w)])
+            check(out, ref, dtype, "SUM", 1, f"all_to_all_single ({_path(n * w * elem)}) n={n}")
+    dist.destroy_process_group(g)
+    sanity(ctx)
+
+
+@case()
+def fast_path_back_to_back_and_graphs(ctx):
+    """Many calls with no host sync in between (the two scratch halves take
+    turns), mixed with NCCL-path calls; then CUDA graphs: a first call under
+    capture goes to NCCL, and replays of captured fast calls stay correct."""
+    w, r, d = ctx.world, ctx.rank, ctx.device
+    g = _group(ctx)
+    n = 1000
+    outs, refs = [], []
+    for i in range(300):
+        inputs = [make(ctx, q, torch.float32, n=n, salt=i) for q in range(w)]
+        t = inputs[r].to(d)
+        dist.all_reduce(t, group=g)
+        outs.append(t)
+        refs.append(reduce_ref(inputs, "SUM", torch.float32))
+        if i % 50 == 0:
+            big = torch.full((THRESHOLD,), float(r), device=d)  # 64 KiB: NCCL's path
+            dist.all_reduce(big, group=g)
+            outs.append(big)
+            refs.append(torch.full((THRESHOLD,), float(sum(range(w))), dtype=torch.float64))
+    for i, (o, ref) in enumerate(zip(outs, refs)):
+        check(o, ref, torch.float32, "SUM", w, f"back-to-back call {i}")
+    dist.destroy_process_group(g)
+
+    # A fresh group's first eligible call is captured: it must go to NCCL.
+    g = _group(ctx)
+    stream = torch.cuda.Stream(device=d)
+    x = torch.full((n,), float(r + 1), device=d)
+    # Connect NCCL for this call eagerly: calls in a coalescing block never
+    # take the fast path, so this one does not set it up.
+    warm = torch.zeros(n, device=d)
+    with dist._coalescing_manager(group=g, device=d):
+        dist.all_reduce(warm, group=g)
+    torch.cuda.synchronize(d)
+    graph = torch.cuda.CUDAGraph()
+    torch.cuda.synchronize(d)
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph, stream=stream):
+            dist.all_reduce(x, group=g)
+    graph.replay()
+    torch.cuda.synchronize(d)
+    check(x, torch.full((n,), float(sum(range(1, w + 1))), dtype=torch.float64), torch.float32,
+          "SUM", w, "first call captured")
+    # Eager call sets the fast path up; captured fast calls then replay.
+    y = torch.ones(n, device=d)
+    dist.all_reduce(y, group=g)
+    check(y, torch.full((n,), float(w), dtype=torch.float64), torch.float32, "SUM", w, "set-up call")
+    bufs = [torch.zeros(n, device=d) for _ in range(5)]
+    graph2 = torch.cuda.CUDAGraph()
+    torch.cuda.synchronize(d)
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph2, stream=stream):
+            for b in bufs:
+                dist.all_reduce(b, group=g)
+    for rep in range(4):
+        inputs = [make(ctx, q, torch.float32, n=n * 5, salt=100 + rep) for q in range(w)]
+        for k, b in enumerate(bufs):
+            b.copy_(inputs[r][k * n:(k + 1) * n].to(d))
+        graph2.replay()
+        torch.cuda.synchronize(d)
+        ref = reduce_ref(inputs, "SUM", torch.float32)
+        for k, b in enumerate(bufs):
+            check(b, ref[k * n:(k + 1) * n], torch.float32, "SUM", w, f"replay {rep} call {k}")
+    del graph, graph2
+    dist.destroy_process_group(g)
+    sanity(ctx)
+
+
+@case()
+def fast_path_missing_rank_aborts_cleanly(ctx):
+    """Rank 0's fast all_reduce waits for peers that never come: the watchdog
+    times it out, the abort flag ends the kernel, and the GPU is free again."""
+    if ctx.world < 2:
+        raise Skip("needs two ranks")
+    g = _group(ctx, timeout=datetime.timedelta(seconds=4))
+    t = torch.ones(16, device=ctx.device)
+    dist.all_reduce(t, group=g)  # every rank: sets the fast path up
+    torch.cuda.synchronize(ctx.device)
+    if ctx.rank == 0:
+        t0 = time.time()
+        work = dist.all_reduce(t, group=g, async_op=True)
+
+        def wait_until_failed():
+            while not work.is_completed():
+                time.sleep(0.05)
+                if time.time() - t0 > 30:
+                    raise AssertionError("no timeout after 30 s")
+            work.wait()
+
+        expect_raises(dist.DistBackendError, wait_until_failed, "timed out")
+        # The kernel ended: the device drains instead of spinning forever.
+        torch.cuda.synchronize(ctx.device)
+        assert time.time() - t0 < 4 + 10, f"took {time.time() - t0:.1f}s"
+    sanity(ctx)
