@@ -39,12 +39,16 @@ __global__ void signal_kernel(unsigned long long* remote_signal) {
   release_signal(remote_signal);
 }
 
-__global__ void wait_kernel(const unsigned long long* counters, WaitList waits) {
+__global__ void wait_kernel(const unsigned long long* counters, WaitList waits,
+                            const volatile int* abort) {
   int i = threadIdx.x;
   if (i < waits.count) {
     // atomic_ref needs a mutable reference; the kernel only loads through it.
     SystemCounter c(const_cast<unsigned long long&>(counters[waits.slot[i]]));
-    while (c.load(cuda::memory_order_acquire) < waits.target[i]) {
+    unsigned spins = 0;
+    // The abort flag is host memory, slow to read: look at it now and then.
+    while (c.load(cuda::memory_order_acquire) < waits.target[i] &&
+           (++spins % 256 != 0 || *abort == 0)) {
       __nanosleep(64);
     }
   }
@@ -88,8 +92,8 @@ void launch_signal(unsigned long long* remote_signal, cudaStream_t stream) {
 }
 
 void launch_wait(const unsigned long long* counters, const WaitList& waits,
-                 cudaStream_t stream) {
-  wait_kernel<<<1, kMaxWaitsPerLaunch, 0, stream>>>(counters, waits);
+                 const volatile int* abort, cudaStream_t stream) {
+  wait_kernel<<<1, kMaxWaitsPerLaunch, 0, stream>>>(counters, waits, abort);
   NCCL_CORE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -33,8 +33,9 @@ void launch_put_signal(const void* src, void* dst, size_t bytes,
 // Adds 1 to `*remote_signal` after all prior writes of the stream's work.
 void launch_signal(unsigned long long* remote_signal, cudaStream_t stream);
 
-// Blocks the stream until each local counter reaches its target (acquire).
+// Blocks the stream until each local counter reaches its target (acquire),
+// or until the communicator's abort flag is raised.
 void launch_wait(const unsigned long long* counters, const WaitList& waits,
-                 cudaStream_t stream);
+                 const volatile int* abort, cudaStream_t stream);
 
 } // namespace nccl_core::rma

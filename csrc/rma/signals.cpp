@@ -205,7 +205,7 @@ void wait_signal(Communicator& comm, const std::vector<WaitDesc>& descs, cudaStr
     list.slot[list.count] = local[i].peer;
     list.target[list.count] = area->advance(local[i].peer, local[i].op_count);
     if (++list.count == kMaxWaitsPerLaunch || i + 1 == local.size()) {
-      launch_wait(counters, list, stream);
+      launch_wait(counters, list, comm.abort_flag(), stream);
       list.count = 0;
     }
   }

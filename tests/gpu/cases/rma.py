@@ -195,3 +195,30 @@ def rma_bad_input(ctx):
     win.close()
     expect_raises(nc.NcclInvalid, lambda: comm.put_signal(x, nxt, win), "closed")
     sanity(ctx)
+
+
+@case()
+def rma_wait_for_a_signal_that_never_comes_ends_on_abort(ctx):
+    """A wait_signal whose signal never arrives blocks its stream until the
+    communicator is aborted; then the kernel ends and the GPU drains."""
+    import threading
+    import time
+
+    g = dist.new_group(list(range(ctx.world)), backend="nccl_core")
+    comm = nc.get_communicator(g)
+    buf, win = _window(comm, ctx, 64)
+    if ctx.rank == 0:
+        stream = torch.cuda.Stream(device=ctx.device)
+        comm.wait_signal(WaitSignalDesc(1 % ctx.world), stream=stream)
+        timer = threading.Timer(1.0, comm.abort)
+        t0 = time.time()
+        timer.start()
+        stream.synchronize()
+        timer.join()
+        took = time.time() - t0
+        if took > 15:
+            fail(f"the wait kernel ended {took:.1f}s after the abort")
+        if comm.is_valid:
+            fail("the communicator is still valid after abort()")
+    dist.barrier()
+    del buf, win
