@@ -128,6 +128,26 @@ def measure(case: Case, group, iters: int) -> dict:
             "host_us": (t_host - t0) / iters * 1e6}
 
 
+def graph_nodes(g) -> dict:
+    """Node kinds of a captured graph (from its DOT dump): where a slower replay
+    comes from — extra kernels, memsets, event nodes."""
+    import collections
+    import os
+    import re
+    import tempfile
+
+    path = os.path.join(tempfile.mkdtemp(), "graph.dot")
+    try:
+        g.debug_dump(path)
+        with open(path) as f:
+            text = f.read()
+    except Exception as e:  # noqa: BLE001 - a diagnostic must not end the bench
+        return {"error": str(e)}
+    kinds = collections.Counter(re.findall(r"\\n([A-Z_]{4,})\\n", text))
+    names = collections.Counter(re.findall(r"(ncclDevKernel\w*|nccl_core\w*|\w*_kernel)", text))
+    return {"kinds": dict(kinds), "kernels": dict(names.most_common(6))}
+
+
 def graph_replay(group, device, n_ops=100, numel=256, replays=20) -> float:
     """µs per all_reduce when 100 of them are replayed from a CUDA graph."""
     x = torch.ones(numel, device=device)
@@ -139,9 +159,13 @@ def graph_replay(group, device, n_ops=100, numel=256, replays=20) -> float:
     torch.cuda.current_stream().wait_stream(s)
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
+    g.enable_debug_mode()
     with torch.cuda.graph(g):
         for _ in range(n_ops):
             dist.all_reduce(x, group=group)
+    if dist.get_rank() == 0:
+        print(f"graph of {n_ops} all_reduces on {dist.get_backend(group)}: {graph_nodes(g)}",
+              flush=True)
     g.replay()
     torch.cuda.synchronize()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
