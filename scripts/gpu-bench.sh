@@ -27,6 +27,10 @@ for n in ${NCCL_CORE_BENCH_WORLDS:-2 4}; do
     > "$WORK/device-$n.log" 2>&1 || echo "device $n: exit $?"
   cat "$WORK/device-$n/results.md" 2>/dev/null
 done
+echo "== host µs per small all_reduce, layer by layer, 2 GPUs"
+timeout 120 torchrun --nproc-per-node=2 bench/hostpath.py --out "$WORK/hostpath.json" \
+  > "$WORK/hostpath.log" 2>&1 || echo "hostpath: exit $?"
+grep "^|\|^world" "$WORK/hostpath.log"
 [ "${NCCL_CORE_BENCH_RMA:-1}" = 1 ] || exit 0
 echo "== rma, 2 GPUs"
 timeout 180 torchrun --nproc-per-node=2 bench/rma.py --out "$WORK/rma.json" > "$WORK/rma.log" 2>&1 \
