@@ -1,0 +1,228 @@
+// Gathers and scatter of the nccl_core backend: all_gather (into a tensor,
+// list-shaped, coalesced), gather and scatter.
+#include <ATen/ATen.h>
+
+#include "backend/backend.h"
+#include "backend/call_checks.h"
+#include "backend/launch.h"
+#include "nccl/api.h"
+#include "nccl/types.h"
+
+namespace nccl_core {
+
+using c10d::OpType;
+using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+using call::check_same;
+using call::check_single;
+using call::flat_like;
+
+WorkPtr Backend::_allgather_base(at::Tensor& output, at::Tensor& input,
+                                 const c10d::AllgatherOptions& opts) {
+  check_same(input, output, "all_gather_into_tensor");
+  NCCL_CORE_CHECK_VALUE(output.numel() == input.numel() * size_,
+                    "nccl_core all_gather_into_tensor: output has ",
+                    output.numel(), " elements, expected input numel x world size = ",
+                    input.numel() * size_);
+  auto dev = pick_device(&input);
+  return launch(OpType::_ALLGATHER_BASE, dev, {input}, {output}, opts.timeout,
+                "all_gather_into_tensor",
+                [&](Communicator& c, cudaStream_t s, Work&) {
+                  Buf in = buf(input, "all_gather_into_tensor");
+                  Buf out = buf(output, "all_gather_into_tensor");
+                  auto* f = fast_path();
+                  if (f && f->all_gather(c, in.ptr, out.ptr,
+                                         in.count * types::element_size(in.type), s)) {
+                    return;
+                  }
+                  c.call(ncclAllGather(in.ptr, out.ptr, in.count, in.type, c.get(), s),
+                         "ncclAllGather");
+                });
+}
+
+WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                           std::vector<at::Tensor>& inputs,
+                           const c10d::AllgatherOptions& opts) {
+  check_single(inputs, "all_gather");
+  NCCL_CORE_CHECK_VALUE(outputs.size() == 1, "nccl_core all_gather: expects one output list");
+  auto& input = inputs[0];
+  auto& outs = outputs[0];
+  NCCL_CORE_CHECK_VALUE(static_cast<int>(outs.size()) == size_,
+                    "nccl_core all_gather: output list has ", outs.size(),
+                    " tensors, expected world size ", size_);
+  for (auto& o : outs) {
+    check_same(input, o, "all_gather");
+    NCCL_CORE_CHECK_VALUE(o.numel() == input.numel(),
+                      "nccl_core all_gather: output tensors must match the input "
+                      "size (uneven all_gather is not supported)");
+  }
+  auto dev = pick_device(&input);
+  return launch(OpType::ALLGATHER, dev, {input}, outs, opts.timeout, "all_gather",
+                [&](Communicator& c, cudaStream_t s, Work& w) {
+                  Buf in = buf(input, "all_gather");
+                  for (auto& o : outs) {
+                    buf(o, "all_gather");
+                  }
+                  at::Tensor flat = flat_like(input, size_);
+                  w.stash.push_back(flat);
+                  c.call(ncclAllGather(in.ptr, flat.data_ptr(), in.count, in.type,
+                                       c.get(), s),
+                         "ncclAllGather");
+                  w.epilogue.push_back([flat, outs = outs, n = size_]() mutable {
+                    for (int r = 0; r < n; ++r) {
+                      outs[r].copy_(flat[r].view_as(outs[r]), /*non_blocking=*/true);
+                    }
+                  });
+                });
+}
+
+WorkPtr Backend::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputs,
+    std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) {
+  NCCL_CORE_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
+                    "nccl_core allgather_coalesced: expects one output list per input");
+  std::vector<at::Tensor> all_outs;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    NCCL_CORE_CHECK_VALUE(static_cast<int>(outputs[i].size()) == size_,
+                      "nccl_core allgather_coalesced: output list ", i,
+                      " must have world size tensors");
+    for (auto& o : outputs[i]) {
+      check_same(inputs[i], o, "allgather_coalesced");
+      NCCL_CORE_CHECK_VALUE(o.numel() == inputs[i].numel(),
+                        "nccl_core allgather_coalesced: output size mismatch");
+      all_outs.push_back(o);
+    }
+  }
+  auto dev = pick_device(&inputs[0]);
+  return launch(OpType::ALLGATHER_COALESCED, dev, inputs, all_outs, opts.timeout,
+                "allgather_coalesced",
+                [&](Communicator& c, cudaStream_t s, Work& w) {
+                  std::vector<at::Tensor> flats;
+                  NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                  for (auto& in : inputs) {
+                    Buf b = buf(in, "allgather_coalesced");
+                    flats.push_back(flat_like(in, size_));
+                    NCCL_CORE_CHECK(c.get(), ncclAllGather(b.ptr, flats.back().data_ptr(),
+                                                           b.count, b.type, c.get(), s));
+                  }
+                  c.call(ncclGroupEnd(), "ncclGroupEnd");
+                  for (auto& f : flats) {
+                    w.stash.push_back(f);
+                  }
+                  w.epilogue.push_back([flats, outs = outputs, n = size_]() mutable {
+                    for (size_t i = 0; i < flats.size(); ++i) {
+                      for (int r = 0; r < n; ++r) {
+                        outs[i][r].copy_(flats[i][r].view_as(outs[i][r]), true);
+                      }
+                    }
+                  });
+                });
+}
+
+WorkPtr Backend::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  NCCL_CORE_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
+                    "nccl_core allgather_into_tensor_coalesced: expects as many "
+                    "outputs as inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    check_same(inputs[i], outputs[i], "allgather_into_tensor_coalesced");
+    NCCL_CORE_CHECK_VALUE(outputs[i].numel() == inputs[i].numel() * size_,
+                      "nccl_core allgather_into_tensor_coalesced: output ", i,
+                      " must have world size x input elements");
+  }
+  auto dev = pick_device(&inputs[0]);
+  return launch(OpType::COALESCED, dev, inputs, outputs, opts.timeout,
+                "allgather_into_tensor_coalesced",
+                [&](Communicator& c, cudaStream_t s, Work&) {
+                  NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                  for (size_t i = 0; i < inputs.size(); ++i) {
+                    Buf in = buf(inputs[i], "allgather_into_tensor_coalesced");
+                    Buf out = buf(outputs[i], "allgather_into_tensor_coalesced");
+                    NCCL_CORE_CHECK(c.get(), ncclAllGather(in.ptr, out.ptr, in.count,
+                                                           in.type, c.get(), s));
+                  }
+                  c.call(ncclGroupEnd(), "ncclGroupEnd");
+                });
+}
+
+WorkPtr Backend::gather(std::vector<std::vector<at::Tensor>>& outputs,
+                        std::vector<at::Tensor>& inputs,
+                        const c10d::GatherOptions& opts) {
+  check_single(inputs, "gather");
+  auto& input = inputs[0];
+  int root = static_cast<int>(opts.rootRank);
+  NCCL_CORE_CHECK_VALUE(root >= 0 && root < size_, "nccl_core gather: root ", root,
+                    " out of range for group size ", size_);
+  std::vector<at::Tensor> outs;
+  if (rank_ == root) {
+    NCCL_CORE_CHECK_VALUE(outputs.size() == 1 &&
+                          static_cast<int>(outputs[0].size()) == size_,
+                      "nccl_core gather: the root needs a list of world size outputs");
+    for (auto& o : outputs[0]) {
+      check_same(input, o, "gather");
+      NCCL_CORE_CHECK_VALUE(o.numel() == input.numel(),
+                        "nccl_core gather: output size mismatch");
+    }
+    outs = outputs[0];
+  } else {
+    NCCL_CORE_CHECK_VALUE(outputs.empty() || outputs[0].empty(),
+                      "nccl_core gather: only the root takes output tensors");
+  }
+  auto dev = pick_device(&input);
+  return launch(OpType::GATHER, dev, {input}, outs, opts.timeout, "gather",
+                [&](Communicator& c, cudaStream_t s, Work& w) {
+                  Buf in = buf(input, "gather");
+                  void* recv = nullptr;
+                  at::Tensor flat;
+                  if (rank_ == root) {
+                    flat = flat_like(input, size_);
+                    w.stash.push_back(flat);
+                    recv = flat.data_ptr();
+                  }
+                  c.call(ncclGather(in.ptr, recv, in.count, in.type, root, c.get(), s),
+                         "ncclGather");
+                  w.epilogue.push_back([flat, outs = outs]() mutable {
+                    for (size_t r = 0; r < outs.size(); ++r) {
+                      outs[r].copy_(flat[r].view_as(outs[r]), true);
+                    }
+                  });
+                });
+}
+
+WorkPtr Backend::scatter(std::vector<at::Tensor>& outputs,
+                         std::vector<std::vector<at::Tensor>>& inputs,
+                         const c10d::ScatterOptions& opts) {
+  check_single(outputs, "scatter");
+  auto& output = outputs[0];
+  int root = static_cast<int>(opts.rootRank);
+  NCCL_CORE_CHECK_VALUE(root >= 0 && root < size_, "nccl_core scatter: root ", root,
+                    " out of range for group size ", size_);
+  std::vector<at::Tensor> ins;
+  if (rank_ == root) {
+    NCCL_CORE_CHECK_VALUE(inputs.size() == 1 &&
+                          static_cast<int>(inputs[0].size()) == size_,
+                      "nccl_core scatter: the root needs a list of world size inputs");
+    for (auto& i : inputs[0]) {
+      check_same(i, output, "scatter");
+      NCCL_CORE_CHECK_VALUE(i.numel() == output.numel(),
+                        "nccl_core scatter: input size mismatch");
+    }
+    ins = inputs[0];
+  }
+  auto dev = pick_device(&output);
+  return launch(OpType::SCATTER, dev, ins, {output}, opts.timeout, "scatter",
+                [&](Communicator& c, cudaStream_t s, Work& w) {
+                  Buf out = buf(output, "scatter");
+                  const void* send = nullptr;
+                  if (rank_ == root) {
+                    at::Tensor flat = at::stack(ins).contiguous();
+                    w.stash.push_back(flat);
+                    send = flat.data_ptr();
+                  }
+                  c.call(ncclScatter(send, out.ptr, out.count, out.type, root,
+                                     c.get(), s),
+                         "ncclScatter");
+                });
+}
+
+} // namespace nccl_core
