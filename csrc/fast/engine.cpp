@@ -58,7 +58,7 @@ void Engine::set_up(Communicator& comm, cudaStream_t stream) {
   // which may be before ours: the zeros must land before we register.
   NCCL_CORE_CUDA_CHECK(cudaMemsetAsync(scratch_.data_ptr(), 0, bytes, stream));
   NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(stream));
-  epoch_ = at::zeros({1}, at::TensorOptions().dtype(at::kLong).device(at::kCUDA, comm.device()));
+  epoch_ = at::zeros({2}, at::TensorOptions().dtype(at::kLong).device(at::kCUDA, comm.device()));
   window_ = Window::create(self, scratch_.data_ptr(), bytes, 0, scratch_.storage());
   if (!window_) {
     disabled_ = true;  // no windows on this system: the same on every rank

@@ -21,32 +21,39 @@ __device__ __forceinline__ unsigned long long* flags_of(const Shared& s, int ran
   return reinterpret_cast<unsigned long long*>(s.window[rank]);
 }
 
-__device__ __forceinline__ char* half_of(const Shared& s, int rank, unsigned long long epoch) {
-  return s.window[rank] + kFlagBytes + (epoch & 1) * s.half;
-}
-
-// Per-block state: the call's epoch and whether the barrier was abandoned.
+// Per-block state of one call: the barrier count before it (s.epoch[0]), the
+// call's index (s.epoch[1], whose parity picks the half), and whether a
+// barrier was abandoned.  Every rank runs the same calls with the same number
+// of barriers each, so both counters agree between ranks.
 struct BlockState {
-  unsigned long long epoch;
+  unsigned long long barriers;
+  unsigned long long call;
   int stop;
 };
 
-__device__ __forceinline__ unsigned long long begin(const Shared& s, BlockState& st) {
+__device__ __forceinline__ char* half_of(const Shared& s, int rank, const BlockState& st) {
+  return s.window[rank] + kFlagBytes + (st.call & 1) * s.half;
+}
+
+__device__ __forceinline__ void begin(const Shared& s, BlockState& st) {
   if (threadIdx.x == 0) {
-    st.epoch = *s.epoch + 1;
+    st.barriers = s.epoch[0];
+    st.call = s.epoch[1] + 1;
     st.stop = 0;
   }
   __syncthreads();
-  return st.epoch;
 }
 
 // The last block to leave cannot be ahead of a block that has not read the
-// epoch yet: every block reads it before it signals the barrier.
-__device__ __forceinline__ void end(const Shared& s, unsigned long long epoch) {
+// counters yet: every block reads them before it signals its first barrier.
+__device__ __forceinline__ void end(const Shared& s, const BlockState& st) {
   if (blockIdx.x == 0 && threadIdx.x == 0) {
-    *s.epoch = epoch;
+    s.epoch[0] = st.barriers;
+    s.epoch[1] = st.call;
   }
 }
+
+__device__ __forceinline__ size_t smin(size_t a, size_t b) { return a < b ? a : b; }
 
 __device__ void copy_bytes(char* dst, const char* src, size_t n) {
   size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -66,8 +73,9 @@ __device__ void copy_bytes(char* dst, const char* src, size_t n) {
 // Every block of every rank: this block tells each rank it has arrived
 // (release, after the block's stores), then waits until every block of every
 // rank has (acquire).  False when the communicator was aborted meanwhile.
-__device__ bool barrier(const Shared& s, BlockState& st, unsigned long long epoch) {
+__device__ bool barrier(const Shared& s, BlockState& st) {
   __syncthreads();
+  const unsigned long long epoch = st.barriers + 1;
   if (threadIdx.x < s.nranks) {
     unsigned long long* f = flags_of(s, threadIdx.x) + s.rank * kBlocks + blockIdx.x;
     __threadfence_system();
@@ -86,30 +94,28 @@ __device__ bool barrier(const Shared& s, BlockState& st, unsigned long long epoc
     }
   }
   __syncthreads();
+  if (threadIdx.x == 0) {
+    st.barriers = epoch;  // every thread has read the old value above
+  }
+  __syncthreads();
   return st.stop == 0;
 }
 
+// out[i] = op over ranks of their staged element src_offset + i, for i in
+// [lo, hi) (Vec: 16-byte packs instead of elements).
 template <class T, int Op, bool Vec>
-__global__ void __launch_bounds__(kThreads)
-    reduce_kernel(Shared s, const char* in, size_t in_bytes, T* out, size_t count,
-                  size_t src_offset, typename Acc<T>::type scale) {
+__device__ void reduce_range(const Shared& s, const BlockState& st, size_t src_offset, T* out,
+                             size_t lo, size_t hi, typename Acc<T>::type scale) {
   using A = typename Acc<T>::type;
-  __shared__ BlockState st;
-  unsigned long long epoch = begin(s, st);
-  copy_bytes(half_of(s, s.rank, epoch), in, in_bytes);
-  if (!barrier(s, st, epoch)) {
-    return;
-  }
   const T* src[kMaxRanks];
   for (int p = 0; p < s.nranks; ++p) {
-    src[p] = reinterpret_cast<const T*>(half_of(s, p, epoch)) + src_offset;
+    src[p] = reinterpret_cast<const T*>(half_of(s, p, st)) + src_offset;
   }
-  size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  size_t first = lo + static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   if constexpr (Vec) {
     constexpr int V = 16 / sizeof(T);
-    size_t packs = count / V;
-    for (size_t i = first; i < packs; i += stride) {
+    for (size_t i = first; i < hi; i += stride) {
       A acc[V];
       Pack<T> pk;
       pk.raw = reinterpret_cast<const uint4*>(src[0])[i];
@@ -122,32 +128,73 @@ __global__ void __launch_bounds__(kThreads)
       reinterpret_cast<uint4*>(out)[i] = pk.raw;
     }
   } else {
-    for (size_t i = first; i < count; i += stride) {
+    for (size_t i = first; i < hi; i += stride) {
       A acc = to_acc(src[0][i]);
       for (int p = 1; p < s.nranks; ++p) acc = combine<Op>(acc, to_acc(src[p][i]));
       out[i] = from_acc<T>(Op == ncclAvg ? acc * scale : acc);
     }
   }
-  end(s, epoch);
+}
+
+// One shot: every rank reduces all `count` outputs from every peer.
+// Two shot (all_reduce only, src_offset 0): rank r reduces its chunk of
+// `chunk` units in place in its own half, crosses a second barrier, then
+// copies every rank's reduced chunk: each byte crosses NVLink twice instead
+// of nranks - 1 times, which wins for larger calls.
+template <class T, int Op, bool Vec>
+__global__ void __launch_bounds__(kThreads)
+    reduce_kernel(Shared s, const char* in, size_t in_bytes, T* out, size_t count,
+                  size_t src_offset, size_t chunk, typename Acc<T>::type scale) {
+  __shared__ BlockState st;
+  begin(s, st);
+  copy_bytes(half_of(s, s.rank, st), in, in_bytes);
+  if (!barrier(s, st)) {
+    return;
+  }
+  size_t units = Vec ? count / (16 / sizeof(T)) : count;
+  if (chunk == 0) {
+    reduce_range<T, Op, Vec>(s, st, src_offset, out, 0, units, scale);
+  } else {
+    size_t lo = smin(units, s.rank * chunk);
+    size_t hi = smin(units, lo + chunk);
+    T* mine = reinterpret_cast<T*>(half_of(s, s.rank, st));
+    reduce_range<T, Op, Vec>(s, st, 0, mine, lo, hi, scale);
+    if (!barrier(s, st)) {
+      return;
+    }
+    size_t unit_bytes = Vec ? 16 : sizeof(T);
+    for (int p = 0; p < s.nranks; ++p) {
+      size_t plo = smin(units, p * chunk);
+      size_t phi = smin(units, plo + chunk);
+      copy_bytes(reinterpret_cast<char*>(out) + plo * unit_bytes,
+                 half_of(s, p, st) + plo * unit_bytes, (phi - plo) * unit_bytes);
+    }
+  }
+  end(s, st);
 }
 
 __global__ void __launch_bounds__(kThreads)
     copy_kernel(Shared s, const char* in, size_t in_bytes, char* out, size_t bytes,
                 size_t src_offset, int first_peer, int npeers) {
   __shared__ BlockState st;
-  unsigned long long epoch = begin(s, st);
-  copy_bytes(half_of(s, s.rank, epoch), in, in_bytes);
-  if (!barrier(s, st, epoch)) {
+  begin(s, st);
+  copy_bytes(half_of(s, s.rank, st), in, in_bytes);
+  if (!barrier(s, st)) {
     return;
   }
   for (int q = 0; q < npeers; ++q) {
-    copy_bytes(out + static_cast<size_t>(q) * bytes, half_of(s, first_peer + q, epoch) + src_offset,
+    copy_bytes(out + static_cast<size_t>(q) * bytes, half_of(s, first_peer + q, st) + src_offset,
                bytes);
   }
-  end(s, epoch);
+  end(s, st);
 }
 
 bool aligned16(uintptr_t v) { return (v & 15) == 0; }
+
+// All-reduces from this size on, over more than two ranks, take two shots: one
+// extra barrier (~2-3 µs) against reading (nranks - 1) / nranks of the data
+// twice instead of nranks - 1 times; the crossover on NVLink is near 0.5 MiB.
+constexpr size_t kTwoShotBytes = size_t(1) << 20;
 
 }  // namespace
 
@@ -161,15 +208,26 @@ bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, 
     // Wide loads need 16-byte alignment of every pointer the kernel forms.
     bool vec = aligned16(reinterpret_cast<uintptr_t>(out)) && aligned16(count * sizeof(T)) &&
                aligned16(src_offset * sizeof(T)) && aligned16(s.half);
+    // Chunks are whole 16-byte packs and depend on the arguments only: every
+    // rank must cut the same byte ranges whatever its local alignment.
+    constexpr size_t V = 16 / sizeof(T);
+    bool all_reduce = src_offset == 0 && in_count == count;
+    size_t chunk_elems = 0;
+    if (all_reduce && s.nranks > 2 && count * sizeof(T) >= kTwoShotBytes) {
+      chunk_elems = ((count + s.nranks - 1) / s.nranks + V - 1) / V * V;
+    }
+    size_t chunk = vec ? chunk_elems / V : chunk_elems;
     launched = visit_op<T>(op, [&](auto ot) {
       constexpr int Op = decltype(ot)::value;
       const char* bytes_in = static_cast<const char*>(in);
       if (vec) {
         reduce_kernel<T, Op, true><<<kBlocks, kThreads, 0, stream>>>(
-            s, bytes_in, in_count * sizeof(T), static_cast<T*>(out), count, src_offset, scale);
+            s, bytes_in, in_count * sizeof(T), static_cast<T*>(out), count, src_offset, chunk,
+            scale);
       } else {
         reduce_kernel<T, Op, false><<<kBlocks, kThreads, 0, stream>>>(
-            s, bytes_in, in_count * sizeof(T), static_cast<T*>(out), count, src_offset, scale);
+            s, bytes_in, in_count * sizeof(T), static_cast<T*>(out), count, src_offset, chunk,
+            scale);
       }
     });
   });

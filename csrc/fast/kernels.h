@@ -6,7 +6,9 @@
 // read (and reduce) what the call needs from the peers' copies.  Inputs go to
 // one of two halves of the window, alternating per call, so one barrier is
 // enough: a rank writes half h again only two calls later, after a barrier
-// that every peer reached once done reading half h.
+// that every peer reached once done reading half h.  Larger all-reduces over
+// more than two ranks take two shots (each rank reduces one chunk in place,
+// a second barrier, then everyone copies the reduced chunks).
 //
 // The kernels use plain peer pointers (no ncclDevComm), so they run on any
 // NCCL that gives window pointers.  The barrier polls the communicator's
@@ -32,7 +34,7 @@ constexpr size_t kFlagBytes = sizeof(unsigned long long) * kMaxRanks * kBlocks;
 // it too).
 struct Shared {
   char* window[kMaxRanks];     // each rank's copy of the scratch window
-  unsigned long long* epoch;   // this rank's call counter (device memory)
+  unsigned long long* epoch;   // [barriers crossed, calls made] (device memory)
   const volatile int* abort;   // the communicator's abort flag (host-mapped)
   size_t half;                 // bytes in each data half
   int nranks;

@@ -77,6 +77,31 @@ def fast_path_reductions_match_reference(ctx):
 
 
 @case()
+def fast_path_large_all_reduce_two_shot(ctx):
+    """From 1 MiB over more than two ranks all_reduce takes two shots (each
+    rank reduces one chunk): chunk edges must agree between ranks whatever
+    each rank's local alignment."""
+    w, r = ctx.world, ctx.rank
+    opts = nc.Options()
+    opts.fast_path_max_bytes = 4 << 20
+    g = dist.new_group(list(range(w)), backend="nccl_core", pg_options=opts)
+    cases = [(torch.float32, 1 << 18, False), (torch.float32, (1 << 18) + 3, False),
+             (torch.bfloat16, 1 << 20, True), (torch.int32, (1 << 19) + 5, True),
+             (torch.float64, 1 << 19, r % 2 == 1)]
+    for dtype, n, misalign in cases:
+        for op in ("SUM", "MAX", "AVG"):
+            if op == "AVG" and dtype not in FLOAT_TYPES:
+                continue
+            inputs = [make(ctx, q, dtype, n=n, op=op, salt=n % 97) for q in range(w)]
+            t = _placed(ctx, inputs[r], misalign)
+            dist.all_reduce(t, op=getattr(dist.ReduceOp, op), group=g)
+            check(t, reduce_ref(inputs, op, dtype), dtype, op, w,
+                  f"large all_reduce n={n} misaligned={misalign}")
+    dist.destroy_process_group(g)
+    sanity(ctx)
+
+
+@case()
 def fast_path_copies_match_reference(ctx):
     w, r = ctx.world, ctx.rank
     g = _group(ctx)
