@@ -129,6 +129,8 @@ class Backend : public c10d::Backend {
   std::shared_ptr<Communicator> communicator(
       std::optional<at::Device> device = std::nullopt);
   bool has_communicator() const { return comm_ != nullptr; }
+  // Calls that took the fast path so far (tests: proof that it ran).
+  uint64_t fast_path_calls() const { return fast_ ? fast_->calls() : 0; }
   // new_group: non-members take part in the parent's split with no color.
   void perform_nocolor_split(at::Device device);
   // new_group: members create their communicator by splitting `parent`.

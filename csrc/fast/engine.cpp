@@ -94,7 +94,11 @@ bool Engine::ready(Communicator& comm, size_t staged, cudaStream_t stream) {
     }
     set_up(comm, stream);
   }
-  return !disabled_;
+  if (disabled_) {
+    return false;
+  }
+  calls_.fetch_add(1, std::memory_order_relaxed);
+  return true;
 }
 
 bool Engine::all_reduce(Communicator& comm, const void* in, void* out, size_t count,

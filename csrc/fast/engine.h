@@ -16,6 +16,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 
 #include "fast/kernels.h"
@@ -45,6 +47,9 @@ class Engine {
                   cudaStream_t stream);
   bool broadcast(Communicator& comm, void* buf, size_t bytes, int root, cudaStream_t stream);
 
+  // Calls that took the path so far.
+  uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
+
  private:
   // The group qualifies, `staged` bytes fit, and the scratch window is ready.
   bool ready(Communicator& comm, size_t staged, cudaStream_t stream);
@@ -58,6 +63,7 @@ class Engine {
   at::Tensor scratch_;
   at::Tensor epoch_;
   Shared shared_{};
+  std::atomic<uint64_t> calls_{0};
 };
 
 }  // namespace fast

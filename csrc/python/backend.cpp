@@ -91,6 +91,7 @@ void bind_backend(py::module_& m) {
            "The group's Communicator, created on first use (collective then).")
       .def("_has_communicator", &Backend::has_communicator)
       .def("_pending_works", &Backend::pending_works)
+      .def("_fast_path_calls", &Backend::fast_path_calls)
       .def_property_readonly("nccl_core_options", &Backend::options)
       .def_property_readonly("options", &Backend::options,
                              "The group's Options (torch 2.11 has no base binding).")

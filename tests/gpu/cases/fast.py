@@ -14,7 +14,7 @@ import torch
 import torch.distributed as dist
 
 import nccl_core_backend as nc
-from tests.gpu.cases.common import check, expect_raises, make, poison, reduce_ref, sanity
+from tests.gpu.cases.common import check, expect_raises, fail, make, poison, reduce_ref, sanity
 from tests.gpu.registry import Skip, case
 
 THRESHOLD = 1 << 14
@@ -47,10 +47,22 @@ def _path(nbytes: int) -> str:
     return "fast" if nbytes <= THRESHOLD else "nccl"
 
 
+def _taken(ctx, g) -> int:
+    """Calls of group `g` that took the fast path so far."""
+    return g._get_backend(ctx.device)._fast_path_calls()
+
+
+def _expect_taken(ctx, g, n: int, what: str) -> None:
+    got = _taken(ctx, g)
+    if got != n:
+        fail(f"{what}: {got} calls took the fast path, expected {n}")
+
+
 @case()
 def fast_path_reductions_match_reference(ctx):
     w, r = ctx.world, ctx.rank
     g = _group(ctx)
+    fast = 0
     for n in SIZES:
         for dtype in REDUCE_DTYPES:
             elem = torch.empty(0, dtype=dtype).element_size()
@@ -63,6 +75,7 @@ def fast_path_reductions_match_reference(ctx):
                 inputs = [make(ctx, q, dtype, n=n, op=op, salt=n + 7) for q in range(w)]
                 t = _placed(ctx, inputs[r], misalign)
                 dist.all_reduce(t, op=red, group=g)
+                fast += _path(n * elem) == "fast"
                 check(t, reduce_ref(inputs, op, dtype), dtype, op, w,
                       f"all_reduce ({_path(n * elem)}) n={n}")
                 # reduce_scatter_tensor: each rank contributes w blocks of n
@@ -70,8 +83,10 @@ def fast_path_reductions_match_reference(ctx):
                 src = _placed(ctx, inputs[r], misalign)
                 out = poison((n,), dtype, ctx.device)
                 dist.reduce_scatter_tensor(out, src, op=red, group=g)
+                fast += _path(n * w * elem) == "fast"
                 ref = reduce_ref(inputs, op, dtype).reshape(w, n)[r]
                 check(out, ref, dtype, op, w, f"reduce_scatter_tensor ({_path(n * w * elem)}) n={n}")
+    _expect_taken(ctx, g, fast, "reductions")
     dist.destroy_process_group(g)
     sanity(ctx)
 
@@ -97,6 +112,7 @@ def fast_path_large_all_reduce_two_shot(ctx):
             dist.all_reduce(t, op=getattr(dist.ReduceOp, op), group=g)
             check(t, reduce_ref(inputs, op, dtype), dtype, op, w,
                   f"large all_reduce n={n} misaligned={misalign}")
+    _expect_taken(ctx, g, sum(3 if d in FLOAT_TYPES else 2 for d, _, _ in cases), "large all_reduce")
     dist.destroy_process_group(g)
     sanity(ctx)
 
@@ -105,6 +121,7 @@ def fast_path_large_all_reduce_two_shot(ctx):
 def fast_path_copies_match_reference(ctx):
     w, r = ctx.world, ctx.rank
     g = _group(ctx)
+    fast = 0
     for n in SIZES:
         for dtype in COPY_DTYPES:
             elem = torch.empty(0, dtype=dtype).element_size()
@@ -114,11 +131,13 @@ def fast_path_copies_match_reference(ctx):
             src = _placed(ctx, inputs[r], misalign)
             out = poison((n * w,), dtype, ctx.device)
             dist.all_gather_into_tensor(out, src, group=g)
+            fast += _path(n * elem) == "fast"
             check(out, torch.cat(inputs), dtype, "SUM", 1, f"all_gather ({_path(n * elem)}) n={n}")
             # broadcast from every root
             for root in range(w):
                 t = _placed(ctx, inputs[r], misalign)
                 dist.broadcast(t, root, group=g)
+                fast += _path(n * elem) == "fast"
                 check(t, inputs[root], dtype, "SUM", 1,
                       f"broadcast root={root} ({_path(n * elem)}) n={n}")
             # all_to_all_single, even splits: block q of rank p goes to rank q
@@ -126,8 +145,10 @@ def fast_path_copies_match_reference(ctx):
             src = _placed(ctx, blocks[r], misalign)
             out = poison((n * w,), dtype, ctx.device)
             dist.all_to_all_single(out, src, group=g)
+            fast += _path(n * w * elem) == "fast"
             ref = torch.cat([blocks[p].reshape(w, n)[r] for p in range(w)])
             check(out, ref, dtype, "SUM", 1, f"all_to_all_single ({_path(n * w * elem)}) n={n}")
+    _expect_taken(ctx, g, fast, "copies")
     dist.destroy_process_group(g)
     sanity(ctx)
 
@@ -154,6 +175,7 @@ def fast_path_back_to_back_and_graphs(ctx):
             refs.append(torch.full((THRESHOLD,), float(sum(range(w))), dtype=torch.float64))
     for i, (o, ref) in enumerate(zip(outs, refs)):
         check(o, ref, torch.float32, "SUM", w, f"back-to-back call {i}")
+    _expect_taken(ctx, g, 300, "back-to-back")
     dist.destroy_process_group(g)
 
     # A fresh group's first eligible call is captured: it must go to NCCL.
@@ -175,10 +197,12 @@ def fast_path_back_to_back_and_graphs(ctx):
     torch.cuda.synchronize(d)
     check(x, torch.full((n,), float(sum(range(1, w + 1))), dtype=torch.float64), torch.float32,
           "SUM", w, "first call captured")
+    _expect_taken(ctx, g, 0, "a first call under capture")
     # Eager call sets the fast path up; captured fast calls then replay.
     y = torch.ones(n, device=d)
     dist.all_reduce(y, group=g)
     check(y, torch.full((n,), float(w), dtype=torch.float64), torch.float32, "SUM", w, "set-up call")
+    _expect_taken(ctx, g, 1, "the set-up call")
     bufs = [torch.zeros(n, device=d) for _ in range(5)]
     graph2 = torch.cuda.CUDAGraph()
     torch.cuda.synchronize(d)
@@ -186,6 +210,7 @@ def fast_path_back_to_back_and_graphs(ctx):
         with torch.cuda.graph(graph2, stream=stream):
             for b in bufs:
                 dist.all_reduce(b, group=g)
+    _expect_taken(ctx, g, 6, "captured calls")
     for rep in range(4):
         inputs = [make(ctx, q, torch.float32, n=n * 5, salt=100 + rep) for q in range(w)]
         for k, b in enumerate(bufs):
