@@ -50,6 +50,9 @@ void prepare(const std::shared_ptr<Communicator>& comm) {
   }
   if (auto area = SignalArea::create(comm)) {
     comm->attach(kAreaKey, std::move(area));
+    // Allocated here, outside any graph capture: wait_signal hands it to its
+    // kernel, possibly while capturing, when pinned allocations are not allowed.
+    (void)comm->abort_flag();
   }
 }
 
