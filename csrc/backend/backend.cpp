@@ -4,7 +4,9 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "backend/errors.h"
 #include "backend/watchdog.h"
@@ -276,6 +278,19 @@ void Backend::abort() {
 }
 
 void Backend::shutdown() {
+  if (fast_ && stream_ && comm_ && comm_->is_live()) {
+    // Fast-path kernels read the peers' scratch through the window that
+    // finalize deregisters: let them finish first.  A kernel still waiting
+    // after the timeout waits for a rank that is gone; aborting ends it.
+    auto deadline = std::chrono::steady_clock::now() + options_->timeout;
+    while (cudaStreamQuery(stream_->stream()) == cudaErrorNotReady) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        comm_->abort();
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
   if (comm_ && comm_->is_live()) {
     try {
       // Finalize flushes everything enqueued (bounded by the timeout); only
