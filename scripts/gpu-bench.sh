@@ -10,18 +10,26 @@ WORK=$(mktemp -d /tmp/nccl_core_bench.XXXX)
 mkdir -p "$DEST"
 trap 'tar czf "$DEST/bench.tgz" -C "$WORK" . 2>/dev/null' EXIT
 gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
-# NCCL_CORE_BENCH_WORLDS picks the world sizes (default "2 4").
+# NCCL_CORE_BENCH_WORLDS picks the world sizes (default "2 4");
+# NCCL_CORE_BENCH_MAX_BYTES ends the main sweep (default 1 GiB);
+# NCCL_CORE_BENCH_FAST_BYTES is the fast-path limit of the second sweep
+# (default 4 MiB; 0 skips it); NCCL_CORE_BENCH_DEVICE=0 skips bench/device.py.
+max_bytes=${NCCL_CORE_BENCH_MAX_BYTES:-1073741824}
+fast_bytes=${NCCL_CORE_BENCH_FAST_BYTES:-4194304}
 for n in ${NCCL_CORE_BENCH_WORLDS:-2 4}; do
   [ "$gpus" -ge "$n" ] || continue
-  echo "== collectives, $n GPUs"
-  timeout 300 torchrun --nproc-per-node=$n bench/collectives.py --out "$WORK/collectives-$n" \
-    > "$WORK/collectives-$n.log" 2>&1 || echo "collectives $n: exit $?"
+  echo "== collectives (defaults), $n GPUs, up to $max_bytes bytes"
+  timeout 300 torchrun --nproc-per-node=$n bench/collectives.py --max-bytes "$max_bytes" \
+    --out "$WORK/collectives-$n" > "$WORK/collectives-$n.log" 2>&1 || echo "collectives $n: exit $?"
   cat "$WORK/collectives-$n/results.md" 2>/dev/null | grep -v "^$" | head -200
-  echo "== the fast path (fast_path_max_bytes=256 KiB), all five collectives up to 4 MiB, $n GPUs"
-  NCCL_CORE_FAST_PATH_MAX_BYTES=262144 timeout 200 torchrun --nproc-per-node=$n \
-    bench/collectives.py --max-bytes 4194304 --out "$WORK/fast-$n" \
-    > "$WORK/fast-$n.log" 2>&1 || echo "fast $n: exit $?"
-  cat "$WORK/fast-$n/results.md" 2>/dev/null | grep -v "^$" | head -120
+  if [ "$fast_bytes" != 0 ]; then
+    echo "== fast_path_max_bytes=$fast_bytes, all five collectives up to 8 MiB, $n GPUs"
+    NCCL_CORE_FAST_PATH_MAX_BYTES=$fast_bytes timeout 200 torchrun --nproc-per-node=$n \
+      bench/collectives.py --max-bytes 8388608 --out "$WORK/fast-$n" \
+      > "$WORK/fast-$n.log" 2>&1 || echo "fast $n: exit $?"
+    cat "$WORK/fast-$n/results.md" 2>/dev/null | grep -v "^$" | head -120
+  fi
+  [ "${NCCL_CORE_BENCH_DEVICE:-1}" = 1 ] || continue
   echo "== device all_reduce, $n GPUs"
   timeout 120 torchrun --nproc-per-node=$n bench/device.py --out "$WORK/device-$n" \
     > "$WORK/device-$n.log" 2>&1 || echo "device $n: exit $?"

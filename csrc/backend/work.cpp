@@ -26,6 +26,7 @@ Work::~Work() = default;
 
 void Work::record_end(const c10::cuda::CUDAStream& stream) {
   end_event_.record(stream);
+  stream_ = stream.stream();
   recorded = true;
 }
 
@@ -98,7 +99,10 @@ void Work::blockCurrentStream() {
   NCCL_CORE_CHECK_STATE(recorded,
               "nccl_core: wait() on an operation inside an unfinished "
               "coalescing block; wait on the work that ends the block");
-  end_event_.block(at::cuda::getCurrentCUDAStream(device_.index()));
+  auto current = at::cuda::getCurrentCUDAStream(device_.index());
+  if (current.stream() != stream_) {  // on the op's own stream, order is implied
+    end_event_.block(current);
+  }
 }
 
 void Work::synchronize() {

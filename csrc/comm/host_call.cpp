@@ -121,7 +121,8 @@ bool HostCall::expired() const {
 void HostCall::rethrow_if_expired() const {
   if (expired()) {
     throw NcclError(ncclInProgress,
-                    std::string(what_) + " did not return within " + std::to_string(timeout_ms_) +
+                    std::string(what_) + " timed out: it did not return within " +
+                        std::to_string(timeout_ms_) +
                         " ms (a rank may be missing or stuck); communicator aborted");
   }
 }

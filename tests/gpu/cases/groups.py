@@ -112,8 +112,11 @@ def skipped_collective_times_out_cleanly(ctx):
 
         t0 = time.time()
         t = torch.ones(1 << 20, device=ctx.device)
-        work = dist.all_reduce(t, group=g, async_op=True)
+
         def wait_until_failed():
+            # The first NCCL call of a kind connects to its peers on the host,
+            # so the timeout may end the call itself or, later, its work.
+            work = dist.all_reduce(t, group=g, async_op=True)
             while not work.is_completed():
                 time.sleep(0.05)
                 if time.time() - t0 > 30:
