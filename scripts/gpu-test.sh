@@ -39,6 +39,12 @@ timeout -k 10 "${NCCL_CORE_GPU_BUDGET_S:-3000}" \
   python3 -m pytest ${NCCL_CORE_GPU_TESTS:-tests/gpu} -v -rs -p no:cacheprovider --durations=15 "$@" 2>&1 \
   | tee "$LOG_DIR/pytest-gpu.log"
 gpu_rc=${PIPESTATUS[0]}
+if [ "$gpu_rc" = 124 ] || [ "$gpu_rc" = 137 ]; then
+  # pytest was cut off by the budget: its launches would keep the GPUs busy.
+  echo "GPU tests stopped by NCCL_CORE_GPU_BUDGET_S; ending their launches"
+  pkill -f "tests/gpu/harness.py" 2>/dev/null; pkill -f "examples/" 2>/dev/null
+  sleep 2
+fi
 echo "== CPU tests on the GPU host"
 cpu_rc=0
 if [ "${NCCL_CORE_SKIP_CPU:-0}" != 1 ]; then

@@ -44,14 +44,17 @@ def _launch(config: str) -> dict:
         cmd.append("--lazy")
     if ONLY:
         cmd += ["--only", ",".join(ONLY)]
-    proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True,
-                          timeout=int(os.environ.get("NCCL_CORE_LAUNCH_TIMEOUT", "900")))
-    log = proc.stdout[-20000:] + proc.stderr[-20000:]
-    log_dir = os.environ.get("NCCL_CORE_GPU_LOG_DIR")
-    if log_dir:
-        os.makedirs(log_dir, exist_ok=True)
-        with open(os.path.join(log_dir, f"launch_{world}_{mode}.log"), "w") as f:
-            f.write(proc.stdout + "\n--- stderr ---\n" + proc.stderr)
+    # The launch writes its output straight into the log file, so that a
+    # launch cut short by a budget still leaves what it printed (stack dumps
+    # of a hung case included).
+    log_dir = os.environ.get("NCCL_CORE_GPU_LOG_DIR") or out
+    os.makedirs(log_dir, exist_ok=True)
+    log_path = os.path.join(log_dir, f"launch_{world}_{mode}.log")
+    with open(log_path, "w") as f:
+        proc = subprocess.run(cmd, env=env, cwd=ROOT, stdout=f, stderr=subprocess.STDOUT,
+                              timeout=int(os.environ.get("NCCL_CORE_LAUNCH_TIMEOUT", "900")))
+    with open(log_path, errors="replace") as f:
+        log = f.read()[-40000:]
     per_case: dict[str, list[dict]] = {}
     for r in range(int(world)):
         path = os.path.join(out, f"rank{r}.jsonl")
