@@ -4,8 +4,9 @@
 
 Churns new_group/all_reduce/destroy on backend nccl and on nccl_core (fast
 path off, fast path off plus one window registered per group, default) and
-prints, per variant, RSS growth per group before and after malloc_trim(0)
-(memory glibc keeps cached is not a leak) and the thread count.
+prints, on every rank and per variant, resident memory growth per group after
+malloc_trim(0) (memory glibc keeps cached is not a leak) split into anonymous,
+file and shared memory, with the mapping and thread counts.
 """
 
 from __future__ import annotations
@@ -23,9 +24,17 @@ import torch.distributed as dist  # noqa: E402
 import nccl_core_backend  # noqa: E402  (its .torch is the interop module)
 
 
-def rss() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+def rss() -> dict:
+    """Resident memory by kind (KiB): anonymous (heap, stacks), file, shmem."""
+    out = {}
+    with open("/proc/self/status") as f:
+        for line in f:
+            key, _, rest = line.partition(":")
+            if key in ("RssAnon", "RssFile", "RssShmem"):
+                out[key[3:].lower()] = int(rest.split()[0])
+    with open("/proc/self/maps") as f:
+        out["maps"] = sum(1 for _ in f)
+    return out
 
 
 def threads() -> int:
@@ -53,23 +62,27 @@ def churn(n: int, variant: str, device) -> None:
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--groups", type=int, default=30)
+    p.add_argument("--variants", default="default,off,off+window,nccl,default",
+                   help="comma-separated: nccl, off, off+window, default")
     args = p.parse_args()
     device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
     torch.cuda.set_device(device)
     dist.init_process_group("cpu:gloo,cuda:nccl_core")
     libc = ctypes.CDLL("libc.so.6")
-    for name in ("nccl", "off", "off+window", "default", "nccl", "default"):
+    n = args.groups
+    for name in args.variants.split(","):
         churn(2, name, device)
         libc.malloc_trim(0)
         r0, t0 = rss(), threads()
-        churn(args.groups, name, device)
-        r1 = rss()
+        churn(n, name, device)
         libc.malloc_trim(0)
-        r2, t1 = rss(), threads()
-        if dist.get_rank() == 0:
-            print(f"[diag] {name}: {args.groups} groups, RSS +{(r1 - r0) / args.groups / 1024:.0f} KiB/group, "
-                  f"after malloc_trim +{(r2 - r0) / args.groups / 1024:.0f} KiB/group, threads {t0} -> {t1}",
-                  flush=True)
+        r1, t1 = rss(), threads()
+        per = {k: (r1[k] - r0[k]) / n for k in ("anon", "file", "shmem")}
+        # Every rank reports: the growth seen so far differs between ranks.
+        print(f"[diag] rank {dist.get_rank()} {name}: {n} groups, after malloc_trim KiB/group "
+              f"anon {per['anon']:+.0f} file {per['file']:+.0f} shmem {per['shmem']:+.0f}, "
+              f"maps {r0['maps']} -> {r1['maps']}, threads {t0} -> {t1}", flush=True)
+        dist.barrier()
     dist.destroy_process_group()
 
 

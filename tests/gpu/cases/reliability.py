@@ -207,9 +207,9 @@ class _Usage:
         after = self.snap()
         dev, live, rss, fds = (before[0] - after[0]) >> 20, after[1] - before[1], (after[2] - before[2]) >> 20, \
             after[3] - before[3]
-        if self.ctx.rank == 0:
-            print(f"[soak] world={self.ctx.world} {name}: {time.time() - t0:.1f}s, device -{dev} MiB, "
-                  f"NCCL live +{live} B, RSS +{rss} MiB, fds +{fds}", flush=True)
+        # Every rank reports: RSS growth has differed between ranks.
+        print(f"[soak] rank {self.ctx.rank}/{self.ctx.world} {name}: {time.time() - t0:.1f}s, "
+              f"device -{dev} MiB, NCCL live +{live} B, RSS +{rss} MiB, fds +{fds}", flush=True)
         if live > 0:
             fail(f"{name}: NCCL memory grew by {live} bytes")
         if dev > 64:
