@@ -22,6 +22,7 @@
 #include "backend/backend.h"
 #include "backend/errors.h"
 #include "backend/watchdog.h"
+#include "util/host_profile.h"
 
 namespace nccl_core {
 
@@ -29,6 +30,8 @@ template <class Fn>
 c10::intrusive_ptr<c10d::Work> Backend::launch(
     c10d::OpType type, at::Device device, std::vector<at::Tensor> inputs,
     std::vector<at::Tensor> outputs, CallOpts call, const char* what, Fn&& fn) {
+  namespace hp = host_profile;
+  hp::Timer prof;
   try {
     check_healthy();
     std::shared_ptr<Communicator> comm = communicator(device);
@@ -39,6 +42,7 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
     bool capturing = at::cuda::currentStreamCaptureStatusMayInitCtx() !=
         at::cuda::CaptureStatus::None;
 
+    prof.mark(hp::kSetup);
     c10::intrusive_ptr<Work> work = coalescing_ ? coalesced_ : nullptr;
     uint64_t seq = ++seq_;
     if (!work) {
@@ -61,6 +65,7 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
     for (auto& t : outputs) {
       work->outputs.push_back(std::move(t));
     }
+    prof.mark(hp::kWork);
     {
       c10::cuda::CUDAStreamGuard on_stream(stream);
       // A blocking communicator may wait on peers inside `fn` (connection
@@ -77,15 +82,18 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
         work->run_epilogue();
       }
     }
+    prof.mark(hp::kEnqueue);
     if (coalescing_) {
       coalesced_ = work;
       return work;
     }
     destroy_redops();
     work->record_end(stream);
+    prof.mark(hp::kRecord);
     if (!work->captured) {
       watchdog_->watch(work, comm);
     }
+    prof.mark(hp::kWatch);
     return work;
   } catch (const c10::Error&) {
     throw;

@@ -8,6 +8,7 @@
 
 #include "backend/errors.h"
 #include "comm/communicator.h"
+#include "util/host_profile.h"
 
 namespace nccl_core {
 
@@ -113,6 +114,7 @@ void Work::synchronize() {
 }
 
 bool Work::wait(std::chrono::milliseconds timeout) {
+  host_profile::Timer prof;
   rethrow_if_failed();
   if (captured) {
     blockCurrentStream();
@@ -123,6 +125,7 @@ bool Work::wait(std::chrono::milliseconds timeout) {
   }
   blockCurrentStream();
   rethrow_if_failed();
+  prof.mark(host_profile::kWait);
   return true;
 }
 
