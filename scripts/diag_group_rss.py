@@ -3,7 +3,8 @@
     torchrun --nproc-per-node=2 scripts/diag_group_rss.py --groups 30
 
 Churns new_group/all_reduce/destroy on backend nccl and on nccl_core (fast
-path off, fast path off plus one window registered per group, default) and
+path off, fast path off plus one window registered per group, default), and
+NCCL alone through ctypes (with and without one window per communicator), and
 prints, on every rank and per variant, resident memory growth per group after
 malloc_trim(0) (memory glibc keeps cached is not a leak) split into anonymous,
 file and shared memory, with the mapping and thread counts.
@@ -47,11 +48,15 @@ def churn(n: int, variant: str, device) -> None:
     if variant.startswith("off"):
         opts = nccl_core_backend.Options()
         opts.fast_path_max_bytes = 0
-    buf = nccl_core_backend.torch.empty(1 << 16, device=device) if variant == "off+window" else None
+    buf = nccl_core_backend.torch.empty(1 << 16, device=device) if variant.startswith("off+window") else None
+    if variant.startswith("ctypes"):
+        return churn_ctypes(n, set(variant.split("+")[1:]), device)
     for _ in range(n):
         g = dist.new_group(list(range(dist.get_world_size())), backend=backend, pg_options=opts)
-        t = torch.ones(4, device=device)
-        dist.all_reduce(t, group=g)
+        if variant.endswith("+nocoll"):
+            nccl_core_backend.get_communicator(g)  # connects no transport
+        else:
+            dist.all_reduce(torch.ones(4, device=device), group=g)
         if buf is not None:
             nccl_core_backend.get_communicator(g).register_window(buf).close()
         dist.destroy_process_group(g)
@@ -59,11 +64,66 @@ def churn(n: int, variant: str, device) -> None:
     torch.cuda.synchronize()
 
 
+class _UniqueId(ctypes.Structure):
+    _fields_ = [("internal", ctypes.c_char * 128)]
+
+
+def _libnccl():
+    """The NCCL library this process already loaded (torch's wheel)."""
+    with open("/proc/self/maps") as f:
+        path = next(line.split()[-1] for line in f if "libnccl.so" in line)
+    return ctypes.CDLL(path)
+
+
+def _ok(name: str, rc: int) -> None:
+    if rc != 0:
+        raise RuntimeError(f"{name} returned ncclResult {rc}")
+
+
+def churn_ctypes(n: int, flags: set, device) -> None:
+    """NCCL alone: init a communicator, destroy it; `flags` adds steps between.
+
+    coll: one all_reduce first (connects NCCL's transports); window: register
+    and deregister one window; fin: ncclCommFinalize before destroy.  Tells
+    NCCL's own per-communicator host memory apart from ours.
+    """
+    lib = _libnccl()
+    x = torch.ones(1, device=device)
+    stream = ctypes.c_void_p(torch.cuda.current_stream(device).cuda_stream)
+    for _ in range(n):
+        uid = _UniqueId()
+        if dist.get_rank() == 0:
+            _ok("ncclGetUniqueId", lib.ncclGetUniqueId(ctypes.byref(uid)))
+        obj = [bytes(uid) if dist.get_rank() == 0 else None]  # all 128 bytes
+        dist.broadcast_object_list(obj, src=0)
+        uid = _UniqueId.from_buffer_copy(obj[0])
+        comm = ctypes.c_void_p()
+        _ok("ncclCommInitRank", lib.ncclCommInitRank(
+            ctypes.byref(comm), dist.get_world_size(), uid, dist.get_rank()))
+        if "coll" in flags:  # float32 = 7, sum = 0
+            _ok("ncclAllReduce", lib.ncclAllReduce(
+                ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(x.data_ptr()),
+                ctypes.c_size_t(1), 7, 0, comm, stream))
+            torch.cuda.synchronize()
+        if "window" in flags:
+            ptr, win, size = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t(1 << 18)
+            _ok("ncclMemAlloc", lib.ncclMemAlloc(ctypes.byref(ptr), size))
+            _ok("ncclCommWindowRegister", lib.ncclCommWindowRegister(
+                comm, ptr, size, ctypes.byref(win), 1))
+            _ok("ncclCommWindowDeregister", lib.ncclCommWindowDeregister(comm, win))
+            _ok("ncclMemFree", lib.ncclMemFree(ptr))
+        if "fin" in flags:
+            _ok("ncclCommFinalize", lib.ncclCommFinalize(comm))
+        _ok("ncclCommDestroy", lib.ncclCommDestroy(comm))
+    torch.cuda.synchronize()
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--groups", type=int, default=30)
     p.add_argument("--variants", default="default,off,off+window,nccl,default",
-                   help="comma-separated: nccl, off, off+window, default")
+                   help="comma-separated: nccl, off, off+window[+nocoll], default, "
+                        "ctypes[+coll][+window][+fin]")
     args = p.parse_args()
     device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
     torch.cuda.set_device(device)

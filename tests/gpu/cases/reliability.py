@@ -220,6 +220,41 @@ class _Usage:
             fail(f"{name}: open file descriptors grew by {fds}")
         return rss
 
+    def slope(self, name, fn, segments, seg_limit_mib, rss_cap_mib, warm=1):
+        """Like phase(), for churn whose RSS rises by one-time steps.
+
+        Group churn on nccl_core raises RSS after malloc_trim by steps of
+        ~32 MiB that come once or twice per process, at any point, on
+        either rank (and not with NCCL alone: scripts/diag_group_rss.py).
+        A leak grows with every cycle instead, so the median growth of
+        `segments` equal slices must stay under `seg_limit_mib`; the
+        whole span must stay under `rss_cap_mib`.
+        """
+        fn(warm)
+        snaps, t0 = [self.snap()], time.time()
+        for _ in range(segments):
+            fn(100 // segments)
+            snaps.append(self.snap())
+        steps = [(b[2] - a[2]) >> 20 for a, b in zip(snaps, snaps[1:])]
+        median = sorted(steps)[len(steps) // 2]
+        first, last = snaps[0], snaps[-1]
+        dev, live, fds = (first[0] - last[0]) >> 20, last[1] - first[1], last[3] - first[3]
+        total = (last[2] - first[2]) >> 20
+        print(f"[soak] rank {self.ctx.rank}/{self.ctx.world} {name}: {time.time() - t0:.1f}s, "
+              f"device -{dev} MiB, NCCL live +{live} B, RSS +{total} MiB "
+              f"(per slice {steps}), fds +{fds}", flush=True)
+        if live > 0:
+            fail(f"{name}: NCCL memory grew by {live} bytes")
+        if dev > 64:
+            fail(f"{name}: device memory dropped by {dev} MiB")
+        if median > seg_limit_mib:
+            fail(f"{name}: host RSS grows steadily, median {median} MiB per slice "
+                 f"(slices {steps}, limit {seg_limit_mib})")
+        if total > rss_cap_mib:
+            fail(f"{name}: host RSS grew by {total} MiB (cap {rss_cap_mib})")
+        if fds > 8:
+            fail(f"{name}: open file descriptors grew by {fds}")
+
 
 @case(mode="lazy", max_world=2, timeout=420)
 def soak_no_leaks(ctx):
@@ -267,7 +302,9 @@ def soak_no_leaks(ctx):
     # costs (kernel modules, NCCL's per-process state) plateau within that
     # (scripts/diag_group_rss.py: ~0 KiB per group after it).
     ref = u.phase("50 new_group/destroy on backend nccl (reference)", groups("nccl", 0.5), 1 << 20, warm=10)
-    u.phase("200 new_group/destroy on nccl_core", groups(None, 2), max(32, 4 * ref + 32), warm=10)
+    # Eight slices of 24 groups: a leak of ~170 KiB per group fails the median.
+    u.slope("200 new_group/destroy on nccl_core", groups(None, 2), 8, max(4, ref + 4),
+            max(128, 4 * ref + 128), warm=10)
     sanity(ctx)
 
 
