@@ -7,12 +7,15 @@ any synchronisation) is printed for each layer, slowest first:
   python floor          a no-op call through the same Python machinery
   ctypes ncclAllReduce  NCCL's own enqueue on our communicator's handle
   raw Communicator      nccl_core_backend's Communicator.allreduce
-  dist nccl_core        torch.distributed on backend nccl_core
+  dist nccl_core        torch.distributed on backend nccl_core (defaults: the
+                        fast path, on the caller's stream)
   dist nccl             torch.distributed on backend nccl (same run)
-  ... fast path         nccl_core with fast_path_max_bytes (our kernel, no NCCL)
+  ... fast path off     nccl_core through NCCL
+  ... async_op=True     nccl_core on its own stream (event in, event out)
 
 Subtracting neighbours attributes the cost to NCCL, to our bindings and
-checks, and to torch's dispatch.  Usage:
+checks, and to torch's dispatch; then the backend's own phases of a plain
+call (nccl_core_backend._C._host_profile) split the rest.  Usage:
   torchrun --nproc-per-node=2 bench/hostpath.py [--out results.json]
 """
 
@@ -76,21 +79,36 @@ def main() -> None:
                                                     args.iters)
     results["raw, stream given"] = host_us(lambda: comm.allreduce(x, x, nc.SUM, stream=stream),
                                            args.iters)
-    results["dist nccl_core"] = host_us(lambda: dist.all_reduce(x), args.iters)
+    results["dist nccl_core (defaults: fast path)"] = host_us(lambda: dist.all_reduce(x),
+                                                             args.iters)
     results["dist nccl"] = host_us(lambda: dist.all_reduce(x, group=nccl_group), args.iters)
     opts = nc.Options()
-    opts.fast_path_max_bytes = 1 << 16
-    fast_group = dist.new_group(backend="nccl_core", pg_options=opts)
-    results["dist nccl_core, fast path"] = host_us(lambda: dist.all_reduce(x, group=fast_group),
-                                                   args.iters)
+    opts.fast_path_max_bytes = 0
+    nccl_path = dist.new_group(backend="nccl_core", pg_options=opts)
+    results["dist nccl_core, fast path off"] = host_us(
+        lambda: dist.all_reduce(x, group=nccl_path), args.iters)
+    results["dist nccl_core, async_op=True + wait"] = host_us(
+        lambda: dist.all_reduce(x, async_op=True).wait(), args.iters)
+    # Where our part of a plain call goes, phase by phase (measured apart:
+    # the clock reads add a little to each call).
+    phases = {}
+    for name, group in (("defaults", None), ("fast path off", nccl_path)):
+        nc._C._host_profile(enable=True, reset=True)
+        host_us(lambda: dist.all_reduce(x, group=group), args.iters)
+        phases[name] = nc._C._host_profile(enable=False, reset=True)
     if rank == 0:
         print(f"world={world} torch={torch.__version__} nccl={nc.nccl_version()}")
         print("| path | host µs per call |\n|---|---:|")
         for name, us in results.items():
             print(f"| {name} | {us:.2f} |")
+        for name, prof in phases.items():
+            print(f"\nBackend phases of dist.all_reduce ({name}), mean µs per call:")
+            print("| phase | calls | µs |\n|---|---:|---:|")
+            for phase, (calls, us) in prof.items():
+                print(f"| {phase} | {calls} | {us:.2f} |")
         if args.out:
             with open(args.out, "w") as f:
-                json.dump({"world": world, "host_us": results}, f, indent=1)
+                json.dump({"world": world, "host_us": results, "phases": phases}, f, indent=1)
     dist.destroy_process_group()
 
 

@@ -280,10 +280,12 @@ void Backend::abort() {
 void Backend::shutdown() {
   if (fast_ && stream_ && comm_ && comm_->is_live()) {
     // Fast-path kernels read the peers' scratch through the window that
-    // finalize deregisters: let them finish first.  A kernel still waiting
-    // after the timeout waits for a rank that is gone; aborting ends it.
+    // finalize deregisters: let them finish first, on our stream and on the
+    // callers' streams where plain calls ran.  A kernel still waiting after
+    // the timeout waits for a rank that is gone; aborting ends it.
     auto deadline = std::chrono::steady_clock::now() + options_->timeout;
-    while (cudaStreamQuery(stream_->stream()) == cudaErrorNotReady) {
+    while (cudaStreamQuery(stream_->stream()) == cudaErrorNotReady ||
+           (watchdog_ && !watchdog_->drained())) {
       if (std::chrono::steady_clock::now() > deadline) {
         comm_->abort();
         break;

@@ -149,13 +149,23 @@ class Backend : public c10d::Backend {
   Buf buf(const at::Tensor& t, const char* op) const;
 
  private:
-  // Runs `fn(comm, stream, work)` on the backend stream after it has waited
-  // for the caller's current stream; see launch.h.
+  // What a caller asks of one op: its timeout, and whether it may complete
+  // after the call returns (torch.distributed's async_op).
+  struct CallOpts {
+    std::chrono::milliseconds timeout;
+    bool async_op = true;
+  };
+  template <class O>
+  static CallOpts call_opts(const O& o) {
+    return CallOpts{o.timeout, o.asyncOp};
+  }
+  // Runs `fn(comm, stream, work)` on the caller's current stream (async_op
+  // false) or on the backend stream after it has waited for the caller's;
+  // see launch.h.
   template <class Fn>
   c10::intrusive_ptr<c10d::Work> launch(c10d::OpType type, at::Device device,
                                         std::vector<at::Tensor> inputs,
-                                        std::vector<at::Tensor> outputs,
-                                        std::chrono::milliseconds timeout,
+                                        std::vector<at::Tensor> outputs, CallOpts call,
                                         const char* what, Fn&& fn);
   at::Device pick_device(const at::Tensor* t) const;
   void adopt(std::shared_ptr<Communicator> comm, at::Device device);

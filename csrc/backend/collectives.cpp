@@ -120,7 +120,7 @@ WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors,
                     "nccl_core broadcast: root ", opts.rootRank,
                     " out of range for group size ", size_);
   auto dev = pick_device(&t);
-  return launch(OpType::BROADCAST, dev, {}, {t}, opts.timeout, "broadcast",
+  return launch(OpType::BROADCAST, dev, {}, {t}, call_opts(opts), "broadcast",
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf b = buf(t, "broadcast");
                   auto* f = fast_path();
@@ -139,7 +139,7 @@ WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors,
   check_single(tensors, "allreduce");
   auto& t = tensors[0];
   auto dev = pick_device(&t);
-  return launch(OpType::ALLREDUCE, dev, {}, {t}, opts.timeout, "allreduce",
+  return launch(OpType::ALLREDUCE, dev, {}, {t}, call_opts(opts), "allreduce",
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   Buf b = buf(t, "allreduce");
                   ncclRedOp_t op = reduce_op(opts.reduceOp, t, b.type, w, "allreduce");
@@ -157,7 +157,7 @@ WorkPtr Backend::allreduce_coalesced(
     const c10d::AllreduceCoalescedOptions& opts) {
   NCCL_CORE_CHECK_VALUE(!tensors.empty(), "nccl_core allreduce_coalesced: no tensors");
   auto dev = pick_device(&tensors[0]);
-  return launch(OpType::ALLREDUCE_COALESCED, dev, {}, tensors, opts.timeout,
+  return launch(OpType::ALLREDUCE_COALESCED, dev, {}, tensors, call_opts(opts),
                 "allreduce_coalesced",
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   std::vector<Buf> bufs;
@@ -185,7 +185,7 @@ WorkPtr Backend::reduce(std::vector<at::Tensor>& tensors,
                     "nccl_core reduce: root ", opts.rootRank,
                     " out of range for group size ", size_);
   auto dev = pick_device(&t);
-  return launch(OpType::REDUCE, dev, {}, {t}, opts.timeout, "reduce",
+  return launch(OpType::REDUCE, dev, {}, {t}, call_opts(opts), "reduce",
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   Buf b = buf(t, "reduce");
                   ncclRedOp_t op = reduce_op(opts.reduceOp, t, b.type, w, "reduce");
@@ -203,7 +203,7 @@ WorkPtr Backend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                     " elements, expected output numel x world size = ",
                     output.numel() * size_);
   auto dev = pick_device(&input);
-  return launch(OpType::_REDUCE_SCATTER_BASE, dev, {input}, {output}, opts.timeout,
+  return launch(OpType::_REDUCE_SCATTER_BASE, dev, {input}, {output}, call_opts(opts),
                 "reduce_scatter_tensor",
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   Buf in = buf(input, "reduce_scatter_tensor");
@@ -234,7 +234,7 @@ WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs,
                       "nccl_core reduce_scatter: input size mismatch");
   }
   auto dev = pick_device(&output);
-  return launch(OpType::REDUCE_SCATTER, dev, ins, {output}, opts.timeout,
+  return launch(OpType::REDUCE_SCATTER, dev, ins, {output}, call_opts(opts),
                 "reduce_scatter",
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   Buf out = buf(output, "reduce_scatter");
@@ -264,7 +264,7 @@ WorkPtr Backend::reduce_scatter_tensor_coalesced(
                       " must have world size x output elements");
   }
   auto dev = pick_device(&inputs[0]);
-  return launch(OpType::COALESCED, dev, inputs, outputs, opts.timeout,
+  return launch(OpType::COALESCED, dev, inputs, outputs, call_opts(opts),
                 "reduce_scatter_tensor_coalesced",
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   std::vector<Buf> ins, outs;
@@ -293,7 +293,7 @@ WorkPtr Backend::barrier(const c10d::BarrierOptions& opts) {
   }
   communicator(dev);
   at::Tensor token = at::zeros({1}, at::TensorOptions().device(dev).dtype(at::kFloat));
-  auto work = launch(OpType::BARRIER, dev, {}, {token}, opts.timeout, "barrier",
+  auto work = launch(OpType::BARRIER, dev, {}, {token}, call_opts(opts), "barrier",
                      [&](Communicator& c, cudaStream_t s, Work&) {
                        c.call(ncclAllReduce(token.data_ptr(), token.data_ptr(), 1,
                                             ncclFloat32, ncclSum, c.get(), s),

@@ -24,7 +24,7 @@ WorkPtr Backend::_allgather_base(at::Tensor& output, at::Tensor& input,
                     output.numel(), " elements, expected input numel x world size = ",
                     input.numel() * size_);
   auto dev = pick_device(&input);
-  return launch(OpType::_ALLGATHER_BASE, dev, {input}, {output}, opts.timeout,
+  return launch(OpType::_ALLGATHER_BASE, dev, {input}, {output}, call_opts(opts),
                 "all_gather_into_tensor",
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf in = buf(input, "all_gather_into_tensor");
@@ -56,7 +56,7 @@ WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                       "size (uneven all_gather is not supported)");
   }
   auto dev = pick_device(&input);
-  return launch(OpType::ALLGATHER, dev, {input}, outs, opts.timeout, "all_gather",
+  return launch(OpType::ALLGATHER, dev, {input}, outs, call_opts(opts), "all_gather",
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   Buf in = buf(input, "all_gather");
                   for (auto& o : outs) {
@@ -93,7 +93,7 @@ WorkPtr Backend::allgather_coalesced(
     }
   }
   auto dev = pick_device(&inputs[0]);
-  return launch(OpType::ALLGATHER_COALESCED, dev, inputs, all_outs, opts.timeout,
+  return launch(OpType::ALLGATHER_COALESCED, dev, inputs, all_outs, call_opts(opts),
                 "allgather_coalesced",
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   std::vector<at::Tensor> flats;
@@ -131,7 +131,7 @@ WorkPtr Backend::allgather_into_tensor_coalesced(
                       " must have world size x input elements");
   }
   auto dev = pick_device(&inputs[0]);
-  return launch(OpType::COALESCED, dev, inputs, outputs, opts.timeout,
+  return launch(OpType::COALESCED, dev, inputs, outputs, call_opts(opts),
                 "allgather_into_tensor_coalesced",
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   NCCL_CORE_CHECK(c.get(), ncclGroupStart());
@@ -169,7 +169,7 @@ WorkPtr Backend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                       "nccl_core gather: only the root takes output tensors");
   }
   auto dev = pick_device(&input);
-  return launch(OpType::GATHER, dev, {input}, outs, opts.timeout, "gather",
+  return launch(OpType::GATHER, dev, {input}, outs, call_opts(opts), "gather",
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   Buf in = buf(input, "gather");
                   void* recv = nullptr;
@@ -210,7 +210,7 @@ WorkPtr Backend::scatter(std::vector<at::Tensor>& outputs,
     ins = inputs[0];
   }
   auto dev = pick_device(&output);
-  return launch(OpType::SCATTER, dev, ins, {output}, opts.timeout, "scatter",
+  return launch(OpType::SCATTER, dev, ins, {output}, call_opts(opts), "scatter",
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   Buf out = buf(output, "scatter");
                   const void* send = nullptr;

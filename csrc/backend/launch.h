@@ -1,13 +1,18 @@
 // The stream/event discipline every operation follows, written once.
 //
+// async_op false (a plain `dist.all_reduce(t)`): the op runs on the caller's
+// current stream, as with backend nccl; the caller's stream orders every later
+// use of the tensors, so nothing is synchronised or kept alive.
+// Otherwise:
 // 1. Our stream waits on the caller's current stream (one reused event).
 // 2. `fn` enqueues NCCL calls on our stream; temporaries it allocates belong
 //    to our stream's pool.
 // 3. The Work records its end event on our stream and keeps inputs and
 //    outputs alive until the watchdog sees that event complete.
 // Inside a coalescing block the ops share one Work whose end event is
-// recorded by endCoalescing.  Under CUDA graph capture nothing is queried or
-// watched: the graph owns the memory and replays reuse the same pointers.
+// recorded by endCoalescing, and always run on our stream.  Under CUDA graph
+// capture nothing is queried or watched: the graph owns the memory and
+// replays reuse the same pointers.
 #pragma once
 
 #include <ATen/cuda/CUDAContext.h>
@@ -17,42 +22,50 @@
 #include "backend/backend.h"
 #include "backend/errors.h"
 #include "backend/watchdog.h"
+#include "util/host_profile.h"
 
 namespace nccl_core {
 
 template <class Fn>
 c10::intrusive_ptr<c10d::Work> Backend::launch(
     c10d::OpType type, at::Device device, std::vector<at::Tensor> inputs,
-    std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout,
-    const char* what, Fn&& fn) {
+    std::vector<at::Tensor> outputs, CallOpts call, const char* what, Fn&& fn) {
+  namespace hp = host_profile;
+  hp::Timer prof;
   try {
     check_healthy();
     std::shared_ptr<Communicator> comm = communicator(device);
     c10::cuda::CUDAGuard guard(device);
     auto current = at::cuda::getCurrentCUDAStream(device.index());
-    c10::cuda::CUDAStream stream = *stream_;
+    bool on_current = !call.async_op && !coalescing_;
+    c10::cuda::CUDAStream stream = on_current ? current : *stream_;
     bool capturing = at::cuda::currentStreamCaptureStatusMayInitCtx() !=
         at::cuda::CaptureStatus::None;
 
+    prof.mark(hp::kSetup);
     c10::intrusive_ptr<Work> work = coalescing_ ? coalesced_ : nullptr;
     uint64_t seq = ++seq_;
     if (!work) {
       work = c10::make_intrusive<Work>(rank_, type, seq, device, comm,
-                                       timeout_of(timeout),
+                                       timeout_of(call.timeout),
                                        options_->blocking_wait);
       work->abort_on_timeout = options_->abort_on_error;
     }
     work->captured = work->captured || capturing;
-    ready_event_->record(current);
-    ready_event_->block(stream);
-
-    for (auto& t : inputs) {
-      work->stash.push_back(std::move(t));
+    if (!on_current) {
+      ready_event_->record(current);
+      ready_event_->block(stream);
+      for (auto& t : inputs) {
+        work->stash.push_back(std::move(t));
+      }
+      for (auto& t : outputs) {
+        work->stash.push_back(t);
+      }
     }
     for (auto& t : outputs) {
-      work->stash.push_back(t);
       work->outputs.push_back(std::move(t));
     }
+    prof.mark(hp::kWork);
     {
       c10::cuda::CUDAStreamGuard on_stream(stream);
       // A blocking communicator may wait on peers inside `fn` (connection
@@ -69,15 +82,18 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
         work->run_epilogue();
       }
     }
+    prof.mark(hp::kEnqueue);
     if (coalescing_) {
       coalesced_ = work;
       return work;
     }
     destroy_redops();
     work->record_end(stream);
+    prof.mark(hp::kRecord);
     if (!work->captured) {
       watchdog_->watch(work, comm);
     }
+    prof.mark(hp::kWatch);
     return work;
   } catch (const c10::Error&) {
     throw;

@@ -30,8 +30,9 @@ struct GroupOptions : c10d::Backend::Options {
   // all_reduce, reduce_scatter_tensor, all_gather_into_tensor, broadcast and
   // even all_to_all_single calls whose input is at most this many bytes run
   // as one kernel of ours on a symmetric scratch window (fast/engine.h);
-  // 0 = off.
-  size_t fast_path_max_bytes = 0;
+  // 0 = off.  The default covers the sizes where it measured faster than
+  // NCCL on 4xH200 (bench/NOTES.md section 5); scratch costs twice this.
+  size_t fast_path_max_bytes = 256 * 1024;
   CommConfig config;
 };
 

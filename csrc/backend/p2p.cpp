@@ -67,7 +67,7 @@ WorkPtr Backend::alltoall_base(at::Tensor& output, at::Tensor& input,
                       "nccl_core all_to_all_single: input and output sizes differ");
   }
   auto dev = pick_device(&input);
-  return launch(OpType::ALLTOALL_BASE, dev, {input}, {output}, opts.timeout,
+  return launch(OpType::ALLTOALL_BASE, dev, {input}, {output}, call_opts(opts),
                 "all_to_all_single",
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf in = buf(input, "all_to_all_single");
@@ -126,7 +126,7 @@ WorkPtr Backend::alltoall(std::vector<at::Tensor>& outputs,
                      "nccl_core all_to_all: dtype mismatch at index ", r);
   }
   auto dev = pick_device(&inputs[0]);
-  return launch(OpType::ALLTOALL, dev, inputs, outputs, opts.timeout, "all_to_all",
+  return launch(OpType::ALLTOALL, dev, inputs, outputs, call_opts(opts), "all_to_all",
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   std::vector<Buf> ins, outs;
                   for (int r = 0; r < size_; ++r) {
@@ -149,7 +149,7 @@ WorkPtr Backend::send(std::vector<at::Tensor>& tensors, int dst, int /*tag*/) {
   check_peer(dst, size_, "send");
   auto& t = tensors[0];
   auto dev = pick_device(&t);
-  return launch(OpType::SEND, dev, {t}, {}, c10d::kUnsetTimeout, "send",
+  return launch(OpType::SEND, dev, {t}, {}, CallOpts{c10d::kUnsetTimeout}, "send",
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf b = buf(t, "send");
                   c.call(ncclSend(b.ptr, b.count, b.type, dst, c.get(), s), "ncclSend");
@@ -161,7 +161,7 @@ WorkPtr Backend::recv(std::vector<at::Tensor>& tensors, int src, int /*tag*/) {
   check_peer(src, size_, "recv");
   auto& t = tensors[0];
   auto dev = pick_device(&t);
-  return launch(OpType::RECV, dev, {}, {t}, c10d::kUnsetTimeout, "recv",
+  return launch(OpType::RECV, dev, {}, {t}, CallOpts{c10d::kUnsetTimeout}, "recv",
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf b = buf(t, "recv");
                   c.call(ncclRecv(b.ptr, b.count, b.type, src, c.get(), s), "ncclRecv");

@@ -44,6 +44,16 @@ size_t Watchdog::pending() const {
   return entries_.size();
 }
 
+bool Watchdog::drained() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const auto& e : entries_) {
+    if (e.work->exception() == nullptr && !e.work->gpu_done()) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void Watchdog::run() {
   // Event queries from this thread must not invalidate a CUDA graph that
   // another thread captures in the (default) global mode.

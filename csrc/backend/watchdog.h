@@ -31,6 +31,9 @@ class Watchdog {
   void watch(c10::intrusive_ptr<Work> work, std::shared_ptr<Communicator> comm);
   // Number of works not yet retired.
   size_t pending() const;
+  // True once every watched work has passed its end event (or failed): the
+  // GPU is done with them, on whatever stream they ran.
+  bool drained() const;
   // Stops the thread; pending work is dropped (the comm is gone).
   void stop();
   // Records `msg` as the backend's error, fails every pending work with it

@@ -8,6 +8,7 @@
 
 #include "backend/errors.h"
 #include "comm/communicator.h"
+#include "util/host_profile.h"
 
 namespace nccl_core {
 
@@ -26,6 +27,7 @@ Work::~Work() = default;
 
 void Work::record_end(const c10::cuda::CUDAStream& stream) {
   end_event_.record(stream);
+  stream_ = stream.stream();
   recorded = true;
 }
 
@@ -98,7 +100,10 @@ void Work::blockCurrentStream() {
   NCCL_CORE_CHECK_STATE(recorded,
               "nccl_core: wait() on an operation inside an unfinished "
               "coalescing block; wait on the work that ends the block");
-  end_event_.block(at::cuda::getCurrentCUDAStream(device_.index()));
+  auto current = at::cuda::getCurrentCUDAStream(device_.index());
+  if (current.stream() != stream_) {  // on the op's own stream, order is implied
+    end_event_.block(current);
+  }
 }
 
 void Work::synchronize() {
@@ -109,6 +114,7 @@ void Work::synchronize() {
 }
 
 bool Work::wait(std::chrono::milliseconds timeout) {
+  host_profile::Timer prof;
   rethrow_if_failed();
   if (captured) {
     blockCurrentStream();
@@ -119,6 +125,7 @@ bool Work::wait(std::chrono::milliseconds timeout) {
   }
   blockCurrentStream();
   rethrow_if_failed();
+  prof.mark(host_profile::kWait);
   return true;
 }
 

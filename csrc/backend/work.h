@@ -2,7 +2,8 @@
 //
 // Completion is tracked with an end event recorded on the backend's stream.
 // `wait()` makes the caller's current stream wait on that event (no CPU
-// block) unless blocking wait is on or the op blocks the host (barrier).
+// block; nothing when the op ran on that stream) unless blocking wait is on
+// or the op blocks the host (barrier).
 // Inputs and outputs are held here until the watchdog sees the event
 // complete, so the caller may drop them right after the call.
 #pragma once
@@ -81,6 +82,7 @@ class Work : public c10d::Work {
   const bool blocking_wait_;
   const std::chrono::steady_clock::time_point start_;
   PooledEvent end_event_;
+  cudaStream_t stream_ = nullptr;  // where the end event was recorded
   std::atomic<bool> done_{false};
   std::mutex future_mutex_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;

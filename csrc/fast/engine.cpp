@@ -1,6 +1,7 @@
 #include "fast/engine.h"
 
 #include <ATen/cuda/CUDAGraphsUtils.cuh>
+#include <c10/cuda/CUDAStream.h>
 
 #include "comm/communicator.h"
 #include "comm/resources.h"
@@ -97,8 +98,28 @@ bool Engine::ready(Communicator& comm, size_t staged, cudaStream_t stream) {
   if (disabled_) {
     return false;
   }
+  follow(stream, comm.device());
   calls_.fetch_add(1, std::memory_order_relaxed);
   return true;
+}
+
+void Engine::follow(cudaStream_t stream, int device) {
+  if (stream == last_stream_) {
+    return;  // the common case: one stream, ordered already
+  }
+  auto captured = [](cudaStream_t s) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    NCCL_CORE_CUDA_CHECK(cudaStreamIsCapturing(s, &status));
+    return status != cudaStreamCaptureStatusNone;
+  };
+  // A capture cannot wait on work outside it (nor the reverse): a graph's
+  // calls are ordered within the graph, and its replays by the replay stream.
+  if (last_stream_ != nullptr && !captured(stream) && !captured(last_stream_)) {
+    auto idx = static_cast<c10::DeviceIndex>(device);
+    switch_event_.record(c10::cuda::getStreamFromExternal(last_stream_, idx));
+    switch_event_.block(c10::cuda::getStreamFromExternal(stream, idx));
+  }
+  last_stream_ = stream;
 }
 
 bool Engine::all_reduce(Communicator& comm, const void* in, void* out, size_t count,

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <ATen/cuda/CUDAEvent.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -55,6 +56,9 @@ class Engine {
   bool ready(Communicator& comm, size_t staged, cudaStream_t stream);
   bool whole_group_reachable(Communicator& comm);
   void set_up(Communicator& comm, cudaStream_t stream);
+  // Calls share the scratch window and its epochs, so they must run one after
+  // another: a call on another stream than the last one first waits for it.
+  void follow(cudaStream_t stream, int device);
 
   const size_t max_bytes_;
   int reachable_ = -1;  // -1 unknown, 0 no, 1 yes (a property of the group)
@@ -64,6 +68,8 @@ class Engine {
   at::Tensor epoch_;
   Shared shared_{};
   std::atomic<uint64_t> calls_{0};
+  cudaStream_t last_stream_ = nullptr;
+  at::cuda::CUDAEvent switch_event_{cudaEventDisableTiming};
 };
 
 }  // namespace fast

@@ -6,6 +6,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "nccl/api.h"
+#include "util/host_profile.h"
 #include "python/bind.h"
 
 namespace py = pybind11;
@@ -49,6 +50,22 @@ PYBIND11_MODULE(_C, m) {
   m.def("has_symbol", [](const std::string& name) {
     return nccl_core::api::find_symbol(name.c_str()) != nullptr;
   }, "Whether the loaded NCCL exports `name`.");
+
+  m.def(
+      "_host_profile",
+      [](std::optional<bool> enable, bool reset) {
+        if (enable) {
+          nccl_core::host_profile::set_enabled(*enable);
+        }
+        py::dict out;
+        for (auto& [name, v] : nccl_core::host_profile::snapshot(reset)) {
+          out[py::str(name)] = py::make_tuple(v.first, v.second);
+        }
+        return out;
+      },
+      py::arg("enable") = py::none(), py::arg("reset") = false,
+      "Host time per phase of the collective calls since the last reset, as "
+      "{phase: (calls, mean µs)}; `enable` turns the measuring on or off.");
 
   nccl_core::python::bind_backend(m);
   nccl_core::python::bind_resources(m);

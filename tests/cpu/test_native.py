@@ -51,6 +51,15 @@ def test_has_symbol_rejects_unknown(name):
 # --- split_color --------------------------------------------------------------
 
 
+def test_host_profile_lists_every_phase_and_resets():
+    # Nothing runs collectives here: every phase reads zero calls, and turning
+    # the profile on and off leaves it readable.
+    prof = _C._host_profile(enable=True, reset=True)
+    assert list(prof) == ["setup", "work", "enqueue", "record", "watch", "wait"]
+    assert all(calls == 0 and us == 0.0 for calls, us in prof.values())
+    assert _C._host_profile(enable=False, reset=True) == prof
+
+
 def test_split_color_is_order_independent():
     assert split_color([0, 2, 5]) == split_color([5, 0, 2]) == split_color((2, 5, 0))
 

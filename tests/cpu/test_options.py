@@ -281,7 +281,9 @@ def test_fast_path_threshold_from_the_environment():
         env_settings({"NCCL_CORE_FAST_PATH_MAX_BYTES": "-1"})
 
 
-def test_fast_path_is_off_by_default():
+def test_fast_path_is_on_by_default_up_to_256_kib():
     from nccl_core_backend.options import make_options
 
-    assert make_options(None, env={}).fast_path_max_bytes == 0
+    assert make_options(None, env={}).fast_path_max_bytes == 256 * 1024
+    off = make_options(None, env={"NCCL_CORE_FAST_PATH_MAX_BYTES": "0"})
+    assert off.fast_path_max_bytes == 0

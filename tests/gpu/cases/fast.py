@@ -251,3 +251,38 @@ def fast_path_missing_rank_aborts_cleanly(ctx):
         torch.cuda.synchronize(ctx.device)
         assert time.time() - t0 < 4 + 10, f"took {time.time() - t0:.1f}s"
     sanity(ctx)
+
+
+@case()
+def fast_path_on_by_default_and_ordered_across_streams(ctx):
+    """A group created with no options takes the fast path up to 256 KiB (or
+    NCCL_CORE_FAST_PATH_MAX_BYTES).  A plain `dist.all_reduce` runs on the
+    caller's current stream: calls issued from three streams, with no host
+    sync between them, still take turns on the scratch window, and each call
+    sees the work queued before it on its own stream."""
+    import os
+
+    w, r, d = ctx.world, ctx.rank, ctx.device
+    limit = int(os.environ.get("NCCL_CORE_FAST_PATH_MAX_BYTES", 256 * 1024))
+    g = dist.new_group(list(range(w)), backend="nccl_core")
+    streams = [torch.cuda.Stream(device=d) for _ in range(3)]
+    outs = []
+    for i in range(90):
+        with torch.cuda.stream(streams[i % 3]):
+            if i % 10 == 0:
+                torch.cuda._sleep(200_000)  # the fill below must wait for this
+            t = torch.full((1024,), float(r + i), device=d)
+            dist.all_reduce(t, group=g)
+            outs.append(t)
+    big = torch.full((limit // 4 + 1,), float(r), device=d)  # just past the limit: NCCL
+    dist.all_reduce(big, group=g)
+    torch.cuda.synchronize(d)
+    for i, t in enumerate(outs):
+        exp = float(w * i + w * (w - 1) // 2)
+        check(t, torch.full((1024,), exp, dtype=torch.float64), torch.float32, "SUM", w,
+              f"call {i} on stream {i % 3}")
+    check(big, torch.full(big.shape, float(w * (w - 1) // 2), dtype=torch.float64),
+          torch.float32, "SUM", w, "just past the limit")
+    _expect_taken(ctx, g, 90 if limit >= 4096 else 0, "default group, three streams")
+    dist.destroy_process_group(g)
+    sanity(ctx)

@@ -146,15 +146,19 @@ def abort_from_another_thread_unblocks_wait(ctx):
     opts.blocking_wait = True  # wait() blocks the host: the "stuck" call
     g = dist.new_group(backend="nccl_core", pg_options=opts)
     sanity(ctx, g)
+    t = torch.ones(1 << 20, device=ctx.device)
+    # Small calls take the fast path: connect NCCL's own path with every rank
+    # first, so that the call below only enqueues (the blocked part is wait()).
+    dist.all_reduce(t, group=g)
+    torch.cuda.synchronize()
     if ctx.rank == 0:  # the other ranks never join this all_reduce
-        t = torch.ones(1 << 20, device=ctx.device)
-        work = dist.all_reduce(t, group=g, async_op=True)
         backend = g._get_backend(ctx.device)
         killer = threading.Timer(1.5, backend.abort)
         t0 = time.time()
         killer.start()
         try:
-            work.wait()
+            # Started before the call: an abort also ends a call that blocks.
+            dist.all_reduce(t, group=g, async_op=True).wait()
             fail("wait() returned normally after abort()")
         except dist.DistBackendError as e:
             if "abort" not in str(e):
@@ -196,16 +200,16 @@ class _Usage:
         _LIBC.malloc_trim(0)
         return (torch.cuda.mem_get_info(self.ctx.device)[0], nc._C._mem_live_bytes(), _rss(), _fds())
 
-    def phase(self, name, fn, rss_limit_mib):
-        fn(1)  # first-use allocations and caches
+    def phase(self, name, fn, rss_limit_mib, warm=1):
+        fn(warm)  # first-use allocations and caches
         before, t0 = self.snap(), time.time()
         fn(100)
         after = self.snap()
         dev, live, rss, fds = (before[0] - after[0]) >> 20, after[1] - before[1], (after[2] - before[2]) >> 20, \
             after[3] - before[3]
-        if self.ctx.rank == 0:
-            print(f"[soak] world={self.ctx.world} {name}: {time.time() - t0:.1f}s, device -{dev} MiB, "
-                  f"NCCL live +{live} B, RSS +{rss} MiB, fds +{fds}", flush=True)
+        # Every rank reports: RSS growth has differed between ranks.
+        print(f"[soak] rank {self.ctx.rank}/{self.ctx.world} {name}: {time.time() - t0:.1f}s, "
+              f"device -{dev} MiB, NCCL live +{live} B, RSS +{rss} MiB, fds +{fds}", flush=True)
         if live > 0:
             fail(f"{name}: NCCL memory grew by {live} bytes")
         if dev > 64:
@@ -215,6 +219,41 @@ class _Usage:
         if fds > 8:
             fail(f"{name}: open file descriptors grew by {fds}")
         return rss
+
+    def slope(self, name, fn, segments, seg_limit_mib, rss_cap_mib, warm=1):
+        """Like phase(), for churn whose RSS rises by one-time steps.
+
+        Group churn on nccl_core raises RSS after malloc_trim by steps of
+        ~32 MiB that come once or twice per process, at any point, on
+        either rank (and not with NCCL alone: scripts/diag_group_rss.py).
+        A leak grows with every cycle instead, so the median growth of
+        `segments` equal slices must stay under `seg_limit_mib`; the
+        whole span must stay under `rss_cap_mib`.
+        """
+        fn(warm)
+        snaps, t0 = [self.snap()], time.time()
+        for _ in range(segments):
+            fn(100 // segments)
+            snaps.append(self.snap())
+        steps = [(b[2] - a[2]) >> 20 for a, b in zip(snaps, snaps[1:])]
+        median = sorted(steps)[len(steps) // 2]
+        first, last = snaps[0], snaps[-1]
+        dev, live, fds = (first[0] - last[0]) >> 20, last[1] - first[1], last[3] - first[3]
+        total = (last[2] - first[2]) >> 20
+        print(f"[soak] rank {self.ctx.rank}/{self.ctx.world} {name}: {time.time() - t0:.1f}s, "
+              f"device -{dev} MiB, NCCL live +{live} B, RSS +{total} MiB "
+              f"(per slice {steps}), fds +{fds}", flush=True)
+        if live > 0:
+            fail(f"{name}: NCCL memory grew by {live} bytes")
+        if dev > 64:
+            fail(f"{name}: device memory dropped by {dev} MiB")
+        if median > seg_limit_mib:
+            fail(f"{name}: host RSS grows steadily, median {median} MiB per slice "
+                 f"(slices {steps}, limit {seg_limit_mib})")
+        if total > rss_cap_mib:
+            fail(f"{name}: host RSS grew by {total} MiB (cap {rss_cap_mib})")
+        if fds > 8:
+            fail(f"{name}: open file descriptors grew by {fds}")
 
 
 @case(mode="lazy", max_world=2, timeout=420)
@@ -259,8 +298,12 @@ def soak_no_leaks(ctx):
     # The reference only needs a rate: 50 cycles, scaled to 200.  Each
     # nccl_core group's small all_reduce sets up the fast path (a scratch
     # window), which must go with the group.
-    ref = u.phase("50 new_group/destroy on backend nccl (reference)", groups("nccl", 0.5), 1 << 20)
-    u.phase("200 new_group/destroy on nccl_core", groups(None, 2), max(32, 4 * ref + 32))
+    # Group churn warms up over 20 groups: the first communicators' one-time
+    # costs (kernel modules, NCCL's per-process state) come within that.
+    ref = u.phase("50 new_group/destroy on backend nccl (reference)", groups("nccl", 0.5), 1 << 20, warm=10)
+    # Eight slices of 24 groups: a leak of ~170 KiB per group fails the median.
+    u.slope("200 new_group/destroy on nccl_core", groups(None, 2), 8, max(4, ref + 4),
+            max(128, 4 * ref + 128), warm=10)
     sanity(ctx)
 
 
