@@ -221,14 +221,14 @@ class _Usage:
         return rss
 
     def slope(self, name, fn, segments, seg_limit_mib, rss_cap_mib, warm=1):
-        """Like phase(), for churn whose RSS rises by one-time steps.
+        """Like phase(), for churn whose RSS rises in occasional steps.
 
-        Group churn on nccl_core raises RSS after malloc_trim by steps of
-        ~32 MiB that come once or twice per process, at any point, on
-        either rank (and not with NCCL alone: scripts/diag_group_rss.py).
-        A leak grows with every cycle instead, so the median growth of
-        `segments` equal slices must stay under `seg_limit_mib`; the
-        whole span must stay under `rss_cap_mib`.
+        Group churn on nccl_core raises RSS after malloc_trim in steps of
+        ~32 MiB, a few per process, at any point, on either rank, and is
+        flat between them (not with NCCL alone: scripts/diag_group_rss.py,
+        bench/NOTES.md section 7).  A leak grows with every cycle instead,
+        so the median growth of `segments` equal slices must stay under
+        `seg_limit_mib`; the whole span must stay under `rss_cap_mib`.
         """
         fn(warm)
         snaps, t0 = [self.snap()], time.time()
