@@ -200,16 +200,14 @@ class _Usage:
         _LIBC.malloc_trim(0)
         return (torch.cuda.mem_get_info(self.ctx.device)[0], nc._C._mem_live_bytes(), _rss(), _fds())
 
-    def phase(self, name, fn, rss_limit_mib, warm=1):
-        fn(warm)  # first-use allocations and caches
-        before, t0 = self.snap(), time.time()
-        fn(100)
-        after = self.snap()
-        dev, live, rss, fds = (before[0] - after[0]) >> 20, after[1] - before[1], (after[2] - before[2]) >> 20, \
-            after[3] - before[3]
+    def check(self, name, t0, before, after, rss_limit_mib, detail=""):
+        """Prints one rank's growth between two snaps and fails on a leak."""
+        dev, live, rss, fds = (before[0] - after[0]) >> 20, after[1] - before[1], \
+            (after[2] - before[2]) >> 20, after[3] - before[3]
         # Every rank reports: RSS growth has differed between ranks.
         print(f"[soak] rank {self.ctx.rank}/{self.ctx.world} {name}: {time.time() - t0:.1f}s, "
-              f"device -{dev} MiB, NCCL live +{live} B, RSS +{rss} MiB, fds +{fds}", flush=True)
+              f"device -{dev} MiB, NCCL live +{live} B, RSS +{rss} MiB{detail}, fds +{fds}",
+              flush=True)
         if live > 0:
             fail(f"{name}: NCCL memory grew by {live} bytes")
         if dev > 64:
@@ -219,6 +217,12 @@ class _Usage:
         if fds > 8:
             fail(f"{name}: open file descriptors grew by {fds}")
         return rss
+
+    def phase(self, name, fn, rss_limit_mib, warm=1):
+        fn(warm)  # first-use allocations and caches
+        before, t0 = self.snap(), time.time()
+        fn(100)
+        return self.check(name, t0, before, self.snap(), rss_limit_mib)
 
     def slope(self, name, fn, segments, seg_limit_mib, rss_cap_mib, warm=1):
         """Like phase(), for churn whose RSS rises in occasional steps.
@@ -236,24 +240,11 @@ class _Usage:
             fn(100 // segments)
             snaps.append(self.snap())
         steps = [(b[2] - a[2]) >> 20 for a, b in zip(snaps, snaps[1:])]
+        self.check(name, t0, snaps[0], snaps[-1], rss_cap_mib, f" (per slice {steps})")
         median = sorted(steps)[len(steps) // 2]
-        first, last = snaps[0], snaps[-1]
-        dev, live, fds = (first[0] - last[0]) >> 20, last[1] - first[1], last[3] - first[3]
-        total = (last[2] - first[2]) >> 20
-        print(f"[soak] rank {self.ctx.rank}/{self.ctx.world} {name}: {time.time() - t0:.1f}s, "
-              f"device -{dev} MiB, NCCL live +{live} B, RSS +{total} MiB "
-              f"(per slice {steps}), fds +{fds}", flush=True)
-        if live > 0:
-            fail(f"{name}: NCCL memory grew by {live} bytes")
-        if dev > 64:
-            fail(f"{name}: device memory dropped by {dev} MiB")
         if median > seg_limit_mib:
             fail(f"{name}: host RSS grows steadily, median {median} MiB per slice "
                  f"(slices {steps}, limit {seg_limit_mib})")
-        if total > rss_cap_mib:
-            fail(f"{name}: host RSS grew by {total} MiB (cap {rss_cap_mib})")
-        if fds > 8:
-            fail(f"{name}: open file descriptors grew by {fds}")
 
 
 @case(mode="lazy", max_world=2, timeout=420)
