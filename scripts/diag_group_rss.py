@@ -3,8 +3,9 @@
     torchrun --nproc-per-node=2 scripts/diag_group_rss.py --groups 30
 
 Churns new_group/all_reduce/destroy on backend nccl and on nccl_core (fast
-path off, fast path off plus one window registered per group, default), and
-NCCL alone through ctypes (with and without one window per communicator), and
+path off, fast path off plus one window registered per group with or without
+a collective first, default), and NCCL alone through ctypes (with a collective,
+a window and finalize, each optional), and
 prints, on every rank and per variant, resident memory growth per group after
 malloc_trim(0) (memory glibc keeps cached is not a leak) split into anonymous,
 file and shared memory, with the mapping and thread counts.
@@ -16,6 +17,8 @@ import argparse
 import ctypes
 import gc
 import os
+import sys
+from pathlib import Path
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 
@@ -23,6 +26,9 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 import nccl_core_backend  # noqa: E402  (its .torch is the interop module)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+from hostpath import NCCL_FLOAT32, NCCL_SUM, nccl_library  # noqa: E402
 
 
 def rss() -> dict:
@@ -43,14 +49,14 @@ def threads() -> int:
 
 
 def churn(n: int, variant: str, device) -> None:
+    if variant.startswith("ctypes"):
+        return churn_ctypes(n, set(variant.split("+")[1:]), device)
     backend = "nccl" if variant == "nccl" else None
     opts = None
     if variant.startswith("off"):
         opts = nccl_core_backend.Options()
         opts.fast_path_max_bytes = 0
     buf = nccl_core_backend.torch.empty(1 << 16, device=device) if variant.startswith("off+window") else None
-    if variant.startswith("ctypes"):
-        return churn_ctypes(n, set(variant.split("+")[1:]), device)
     for _ in range(n):
         g = dist.new_group(list(range(dist.get_world_size())), backend=backend, pg_options=opts)
         if variant.endswith("+nocoll"):
@@ -68,13 +74,6 @@ class _UniqueId(ctypes.Structure):
     _fields_ = [("internal", ctypes.c_char * 128)]
 
 
-def _libnccl():
-    """The NCCL library this process already loaded (torch's wheel)."""
-    with open("/proc/self/maps") as f:
-        path = next(line.split()[-1] for line in f if "libnccl.so" in line)
-    return ctypes.CDLL(path)
-
-
 def _ok(name: str, rc: int) -> None:
     if rc != 0:
         raise RuntimeError(f"{name} returned ncclResult {rc}")
@@ -87,7 +86,9 @@ def churn_ctypes(n: int, flags: set, device) -> None:
     and deregister one window; fin: ncclCommFinalize before destroy.  Tells
     NCCL's own per-communicator host memory apart from ours.
     """
-    lib = _libnccl()
+    lib = nccl_library()
+    if lib is None:
+        raise RuntimeError("no libnccl is loaded in this process")
     x = torch.ones(1, device=device)
     stream = ctypes.c_void_p(torch.cuda.current_stream(device).cuda_stream)
     for _ in range(n):
@@ -100,10 +101,10 @@ def churn_ctypes(n: int, flags: set, device) -> None:
         comm = ctypes.c_void_p()
         _ok("ncclCommInitRank", lib.ncclCommInitRank(
             ctypes.byref(comm), dist.get_world_size(), uid, dist.get_rank()))
-        if "coll" in flags:  # float32 = 7, sum = 0
+        if "coll" in flags:
             _ok("ncclAllReduce", lib.ncclAllReduce(
                 ctypes.c_void_p(x.data_ptr()), ctypes.c_void_p(x.data_ptr()),
-                ctypes.c_size_t(1), 7, 0, comm, stream))
+                ctypes.c_size_t(1), NCCL_FLOAT32, NCCL_SUM, comm, stream))
             torch.cuda.synchronize()
         if "window" in flags:
             ptr, win, size = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t(1 << 18)
