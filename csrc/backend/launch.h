@@ -71,18 +71,20 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       // A blocking communicator may wait on peers inside `fn` (connection
       // setup): bounded by the timeout, and the error names the operation.
       HostCall guard(*comm, what);
+      prof.mark(hp::kGuard);
       try {
         fn(*comm, stream.stream(), *work);
       } catch (...) {
         guard.rethrow_if_expired();
         throw;
       }
+      prof.mark(hp::kEnqueue);
       guard.rethrow_if_expired();
       if (!coalescing_) {
         work->run_epilogue();
       }
     }
-    prof.mark(hp::kEnqueue);
+    prof.mark(hp::kEpilogue);
     if (coalescing_) {
       coalesced_ = work;
       return work;

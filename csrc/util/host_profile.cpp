@@ -15,7 +15,8 @@ struct Counter {
 
 std::array<Counter, kPhases> g_counters;
 
-constexpr const char* kNames[kPhases] = {"setup", "work", "enqueue", "record", "watch", "wait"};
+constexpr const char* kNames[kPhases] = {"setup",   "work",   "guard", "enqueue",
+                                            "epilogue", "record", "watch", "wait"};
 
 }  // namespace
 
