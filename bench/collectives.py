@@ -251,6 +251,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--out", default="bench/results/latest")
     p.add_argument("--max-bytes", type=int, default=1 << 30)
+    p.add_argument("--min-bytes", type=int, default=8)
     p.add_argument("--ops", default=",".join(OPS))
     args = p.parse_args()
     device, rank, world, nccl_group = init_side_by_side()
@@ -260,7 +261,7 @@ def main() -> None:
               "nccl_mem": lambda n, dt, dev: nc.torch.empty(n, dtype=dt, device=dev)}
     rows, bad = [], []
     for op in args.ops.split(","):
-        for size in sizes(args.max_bytes):
+        for size in (s for s in sizes(args.max_bytes) if s >= args.min_bytes):
             iters = int(max(5, min(500, 4e9 / size)))
             for mem, alloc in allocs.items():
                 row = {"op": op, "bytes": size, "memory": mem}

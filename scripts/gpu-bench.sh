@@ -11,15 +11,17 @@ mkdir -p "$DEST"
 trap 'tar czf "$DEST/bench.tgz" -C "$WORK" . 2>/dev/null' EXIT
 gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
 # NCCL_CORE_BENCH_WORLDS picks the world sizes (default "2 4");
-# NCCL_CORE_BENCH_MAX_BYTES ends the main sweep (default 1 GiB);
+# NCCL_CORE_BENCH_MIN_BYTES / NCCL_CORE_BENCH_MAX_BYTES bound the main sweep
+# (default 8 B .. 1 GiB);
 # NCCL_CORE_BENCH_FAST_BYTES is the fast-path limit of the second sweep
 # (default 4 MiB; 0 skips it); NCCL_CORE_BENCH_DEVICE=0 skips bench/device.py.
 max_bytes=${NCCL_CORE_BENCH_MAX_BYTES:-1073741824}
+min_bytes=${NCCL_CORE_BENCH_MIN_BYTES:-8}
 fast_bytes=${NCCL_CORE_BENCH_FAST_BYTES:-4194304}
 for n in ${NCCL_CORE_BENCH_WORLDS:-2 4}; do
   [ "$gpus" -ge "$n" ] || continue
   echo "== collectives (defaults), $n GPUs, up to $max_bytes bytes"
-  timeout 300 torchrun --nproc-per-node=$n bench/collectives.py --max-bytes "$max_bytes" \
+  timeout 300 torchrun --nproc-per-node=$n bench/collectives.py --max-bytes "$max_bytes" --min-bytes "$min_bytes" \
     --out "$WORK/collectives-$n" > "$WORK/collectives-$n.log" 2>&1 || echo "collectives $n: exit $?"
   cat "$WORK/collectives-$n/results.md" 2>/dev/null | grep -v "^$" | head -200
   if [ "$fast_bytes" != 0 ]; then
