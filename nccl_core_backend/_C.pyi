@@ -44,6 +44,7 @@ class Options(Backend.Options):
     watchdog_interval: timedelta
     blocking: bool
     fast_path_max_bytes: int
+    symmetric_max_bytes: int
     cga_cluster_size: int
     min_ctas: int
     max_ctas: int

@@ -93,6 +93,9 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
     fast = _nonnegative_int(env, "NCCL_CORE_FAST_PATH_MAX_BYTES")
     if fast is not None:
         out["fast_path_max_bytes"] = fast
+    symmetric = _nonnegative_int(env, "NCCL_CORE_SYMMETRIC_MAX_BYTES")
+    if symmetric is not None:
+        out["symmetric_max_bytes"] = symmetric
     period = _positive_int(env, "NCCL_CORE_WATCHDOG_MS")
     if period is not None:
         out["watchdog_interval"] = timedelta(milliseconds=period)

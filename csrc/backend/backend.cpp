@@ -129,6 +129,9 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   if (options_->fast_path_max_bytes > 0) {
     fast_ = std::make_unique<fast::Engine>(options_->fast_path_max_bytes);
   }
+  if (options_->symmetric_max_bytes > 0) {
+    symmetric_ = std::make_unique<SymmetricCache>(options_->symmetric_max_bytes);
+  }
   device_ = device;
   comm_ = std::move(comm);
   if (!getBoundDeviceId()) {
@@ -274,14 +277,16 @@ void Backend::abort() {
   if (watchdog_) {
     watchdog_->stop();
   }
+  // The symmetric cache is left alone: abort may run on another thread than
+  // the calls; its destructor frees what the aborted windows pinned.
   record_error("process group aborted");
 }
 
 void Backend::shutdown() {
-  if (fast_ && stream_ && comm_ && comm_->is_live()) {
-    // Fast-path kernels read the peers' scratch through the window that
-    // finalize deregisters: let them finish first, on our stream and on the
-    // callers' streams where plain calls ran.  A kernel still waiting after
+  if ((fast_ || symmetric_) && stream_ && comm_ && comm_->is_live()) {
+    // Fast-path and symmetric kernels read the peers' memory through windows
+    // that finalize deregisters: let them finish first, on our stream and on
+    // the callers' streams where plain calls ran.  A kernel still waiting after
     // the timeout waits for a rank that is gone; aborting ends it.
     auto deadline = std::chrono::steady_clock::now() + options_->timeout;
     while (cudaStreamQuery(stream_->stream()) == cudaErrorNotReady ||
@@ -301,6 +306,9 @@ void Backend::shutdown() {
     } catch (...) {
       comm_->abort();
     }
+  }
+  if (symmetric_) {
+    symmetric_->clear();  // finalize deregistered the windows
   }
   if (watchdog_) {
     watchdog_->stop();

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/symmetric.h"
 #include "fast/engine.h"
 #include "backend/options.h"
 #include "backend/work.h"
@@ -131,6 +132,8 @@ class Backend : public c10d::Backend {
   bool has_communicator() const { return comm_ != nullptr; }
   // Calls that took the fast path so far (tests: proof that it ran).
   uint64_t fast_path_calls() const { return fast_ ? fast_->calls() : 0; }
+  // Symmetric windows registered automatically over NCCL memory (tests).
+  size_t symmetric_windows() const { return symmetric_ ? symmetric_->windows() : 0; }
   // new_group: non-members take part in the parent's split with no color.
   void perform_nocolor_split(at::Device device);
   // new_group: members create their communicator by splitting `parent`.
@@ -179,6 +182,9 @@ class Backend : public c10d::Backend {
   // The fast path for the call being launched, or nullptr (off, or inside a
   // coalescing block, whose calls NCCL must group).
   fast::Engine* fast_path() const { return coalescing_ ? nullptr : fast_.get(); }
+  // The automatic symmetric windows, or nullptr (off, or inside a coalescing
+  // block: no collective registration inside NCCL's group).
+  SymmetricCache* symmetric() const { return coalescing_ ? nullptr : symmetric_.get(); }
   std::chrono::milliseconds timeout_of(std::chrono::milliseconds t) const;
 
   c10::intrusive_ptr<c10d::Store> store_;
@@ -189,6 +195,7 @@ class Backend : public c10d::Backend {
   std::optional<at::Device> device_;
   std::unique_ptr<Watchdog> watchdog_;
   std::unique_ptr<fast::Engine> fast_;  // null unless fast_path_max_bytes > 0
+  std::unique_ptr<SymmetricCache> symmetric_;  // null unless symmetric_max_bytes > 0
   std::mutex init_mutex_;
   std::atomic<uint64_t> seq_{0};
   uint64_t uid_counter_ = 0;

@@ -147,6 +147,9 @@ WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors,
                   if (f && f->all_reduce(c, b.ptr, b.ptr, b.count, b.type, op, s)) {
                     return;
                   }
+                  if (auto* y = symmetric()) {
+                    y->admit(c, b.ptr, b.count * types::element_size(b.type), s);
+                  }
                   c.call(ncclAllReduce(b.ptr, b.ptr, b.count, b.type, op, c.get(), s),
                          "ncclAllReduce");
                 });

@@ -33,6 +33,13 @@ struct GroupOptions : c10d::Backend::Options {
   // 0 = off.  The default covers the sizes where it measured faster than
   // NCCL on 4xH200 (bench/NOTES.md section 5); scratch costs twice this.
   size_t fast_path_max_bytes = 256 * 1024;
+  // all_reduce calls on NCCL's path whose tensor lies in an NCCL-memory
+  // allocation of at most this many bytes register that allocation as a
+  // symmetric window, once, so NCCL can use its symmetric kernels
+  // (backend/symmetric.h: every rank must pass NCCL memory for such a call);
+  // 0 = off.  Above 8 MiB those kernels measured slower than NCCL's ring on
+  // 4xH200 without NVLink SHARP (bench/NOTES.md section 8).
+  size_t symmetric_max_bytes = 8 * 1024 * 1024;
   CommConfig config;
 };
 

@@ -5,6 +5,7 @@
 
 #include "comm/resources.h"
 #include "nccl/api.h"
+#include "nccl/newer.h"
 
 namespace nccl_core {
 
@@ -279,6 +280,20 @@ std::shared_ptr<Communicator> Communicator::shrink(
     throw NcclError(ncclInternalError, "ncclCommShrink produced no communicator for this rank");
   }
   return child;
+}
+
+bool Communicator::lsa_spans_all() {
+  int known = lsa_spans_all_.load();
+  if (known < 0) {
+    known = 0;
+    if (api::find_symbol("ncclTeamLsa") != nullptr) {
+      auto team = api::require<newer::TeamLsaFn>("ncclTeamLsa", "the LSA team",
+                                                 newer::kDeviceApiVersion)(get());
+      known = team.nranks == nranks() ? 1 : 0;
+    }
+    lsa_spans_all_.store(known);
+  }
+  return known == 1;
 }
 
 void Communicator::warm_up_for_windows() {

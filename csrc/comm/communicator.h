@@ -91,6 +91,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // on NCCL >= 2.29 the first call runs one tiny all-reduce (collective, like
   // the registration that follows, so every rank does it at the same point).
   void warm_up_for_windows();
+  // Whether every rank can load and store every other rank's window memory
+  // (one LSA team spans the communicator: one NVLink domain).  False on an
+  // NCCL without the device API.  The same answer on every rank.
+  bool lsa_spans_all();
   // Polls ncclCommGetAsyncError until the comm is no longer in progress.
   void wait_ready(const char* what);
 
@@ -147,6 +151,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   const int device_;
   const bool blocking_;
   std::atomic<bool> warmed_up_{false};
+  std::atomic<int> lsa_spans_all_{-1};  // -1 not asked yet
   std::atomic<std::chrono::milliseconds> timeout_;
   std::atomic<State> state_{State::Live};
   std::mutex lifecycle_mutex_;

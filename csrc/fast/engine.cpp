@@ -38,14 +38,7 @@ size_t round16(size_t v) { return (v + 15) / 16 * 16; }
 
 bool Engine::whole_group_reachable(Communicator& comm) {
   if (reachable_ < 0) {
-    bool whole = false;
-    if (comm.nranks() > 1 && comm.nranks() <= kMaxRanks &&
-        api::find_symbol("ncclTeamLsa") != nullptr) {
-      auto team = api::require<newer::TeamLsaFn>("ncclTeamLsa", "the fast path",
-                                                 newer::kDeviceApiVersion)(comm.get());
-      whole = team.nranks == comm.nranks();
-    }
-    reachable_ = whole ? 1 : 0;
+    reachable_ = comm.nranks() > 1 && comm.nranks() <= kMaxRanks && comm.lsa_spans_all();
   }
   return reachable_ == 1;
 }

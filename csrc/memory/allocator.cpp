@@ -5,7 +5,7 @@
 #include <torch/csrc/cuda/CUDAPluggableAllocator.h>
 
 #include <mutex>
-#include <unordered_map>
+#include <map>
 
 #include "nccl/api.h"
 
@@ -13,16 +13,36 @@ namespace nccl_core::memory {
 
 namespace {
 
+struct Entry {
+  size_t size;
+  int device;
+  bool pinned = false;
+  bool released = false;
+};
+
 std::atomic<size_t> g_live{0};
-// Sizes by pointer, so frees can be accounted for.  Both are leaked on
-// purpose: tensors and pools may be freed during static destruction.
-std::mutex& sizes_mutex() {
+// Allocations by base address (ordered: `find` looks up interior pointers).
+// Both are leaked on purpose: tensors and pools may be freed during static
+// destruction.
+std::mutex& table_mutex() {
   static auto* m = new std::mutex();
   return *m;
 }
-std::unordered_map<void*, size_t>& sizes() {
-  static auto* m = new std::unordered_map<void*, size_t>();
+std::map<void*, Entry>& table() {
+  static auto* m = new std::map<void*, Entry>();
   return *m;
+}
+
+void free_now(void* ptr, int device) noexcept {
+  int previous = -1;
+  (void)cudaGetDevice(&previous);
+  if (previous != device) {
+    (void)cudaSetDevice(device);
+  }
+  (void)ncclMemFree(ptr);
+  if (previous >= 0 && previous != device) {
+    (void)cudaSetDevice(previous);
+  }
 }
 
 } // namespace
@@ -33,8 +53,8 @@ void* allocate(size_t bytes, int device) {
   void* ptr = nullptr;
   NCCL_CORE_CHECK(nullptr, ncclMemAlloc(&ptr, n));
   {
-    std::lock_guard<std::mutex> lock(sizes_mutex());
-    sizes()[ptr] = n;
+    std::lock_guard<std::mutex> lock(table_mutex());
+    table()[ptr] = Entry{n, device};
   }
   g_live += n;
   return ptr;
@@ -45,22 +65,65 @@ void release(void* ptr, int device) noexcept {
     return;
   }
   {
-    std::lock_guard<std::mutex> lock(sizes_mutex());
-    auto it = sizes().find(ptr);
-    if (it != sizes().end()) {
-      g_live -= it->second;
-      sizes().erase(it);
+    std::lock_guard<std::mutex> lock(table_mutex());
+    auto it = table().find(ptr);
+    if (it != table().end()) {
+      if (it->second.pinned) {
+        it->second.released = true;  // freed by unpin
+        return;
+      }
+      g_live -= it->second.size;
+      table().erase(it);
     }
   }
-  int previous = -1;
-  (void)cudaGetDevice(&previous);
-  if (previous != device) {
-    (void)cudaSetDevice(device);
+  free_now(ptr, device);
+}
+
+std::optional<Allocation> find(const void* ptr) {
+  auto* p = const_cast<void*>(ptr);
+  std::lock_guard<std::mutex> lock(table_mutex());
+  auto it = table().upper_bound(p);
+  if (it == table().begin()) {
+    return std::nullopt;
   }
-  (void)ncclMemFree(ptr);
-  if (previous >= 0 && previous != device) {
-    (void)cudaSetDevice(previous);
+  --it;
+  auto* base = static_cast<char*>(it->first);
+  if (it->second.released || static_cast<char*>(p) >= base + it->second.size) {
+    return std::nullopt;
   }
+  return Allocation{it->first, it->second.size, it->second.device};
+}
+
+void pin(void* base) {
+  std::lock_guard<std::mutex> lock(table_mutex());
+  auto it = table().find(base);
+  NCCL_CORE_REQUIRE(it != table().end(), "pin: not an allocation of nccl_core_backend");
+  it->second.pinned = true;
+}
+
+bool released(void* base) {
+  std::lock_guard<std::mutex> lock(table_mutex());
+  auto it = table().find(base);
+  return it == table().end() || it->second.released;
+}
+
+void unpin(void* base) {
+  int device = -1;
+  {
+    std::lock_guard<std::mutex> lock(table_mutex());
+    auto it = table().find(base);
+    if (it == table().end()) {
+      return;
+    }
+    it->second.pinned = false;
+    if (!it->second.released) {
+      return;
+    }
+    device = it->second.device;
+    g_live -= it->second.size;
+    table().erase(it);
+  }
+  free_now(base, device);
 }
 
 size_t live_bytes() {

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstddef>
 #include <memory>
+#include <optional>
 
 namespace nccl_core::memory {
 
@@ -26,6 +27,23 @@ at::Tensor empty(at::IntArrayRef sizes, at::ScalarType dtype, int device, bool f
 
 // Bytes currently allocated through this module (live tensors and pools).
 size_t live_bytes();
+
+// The allocation of this module that holds `ptr` (its base and size), if any.
+struct Allocation {
+  void* base;
+  size_t size;
+  int device;
+};
+std::optional<Allocation> find(const void* ptr);
+
+// A pinned allocation outlives its owner: `release` only marks it released,
+// and `unpin` frees it then.  For memory that a collective resource (a
+// window) maps on every rank, whose release must wait for all of them.
+void pin(void* base);
+// Whether the owner of a pinned allocation has released it.
+bool released(void* base);
+// Ends the pin; frees the allocation if its owner released it meanwhile.
+void unpin(void* base);
 
 // ncclMemAlloc/ncclMemFree as a torch CUDAAllocator (one per process).
 std::shared_ptr<c10::cuda::CUDACachingAllocator::CUDAAllocator> caching_allocator();

@@ -36,7 +36,12 @@ void bind_backend(py::module_& m) {
       .def_readwrite("fast_path_max_bytes", &GroupOptions::fast_path_max_bytes,
                      "all_reduce, reduce_scatter_tensor, all_gather_into_tensor, broadcast "
                      "and even all_to_all_single calls whose input is at most this many "
-                     "bytes run as one nccl_core kernel over NVLink; 0 (default) = off")
+                     "bytes run as one nccl_core kernel over NVLink (default 256 KiB); 0 = off")
+      .def_readwrite("symmetric_max_bytes", &GroupOptions::symmetric_max_bytes,
+                     "all_reduce calls on NCCL memory allocations of at most this many bytes "
+                     "register the allocation as a symmetric window once, so NCCL can use "
+                     "its symmetric kernels; every rank must then pass NCCL memory for such "
+                     "a call (default 8 MiB); 0 = off")
       .def_property(
           "blocking", [](const GroupOptions& o) { return o.config.blocking; },
           [](GroupOptions& o, bool v) { o.config.blocking = v; },
@@ -92,6 +97,7 @@ void bind_backend(py::module_& m) {
       .def("_has_communicator", &Backend::has_communicator)
       .def("_pending_works", &Backend::pending_works)
       .def("_fast_path_calls", &Backend::fast_path_calls)
+      .def("_symmetric_windows", &Backend::symmetric_windows)
       .def_property_readonly("nccl_core_options", &Backend::options)
       .def_property_readonly("options", &Backend::options,
                              "The group's Options (torch 2.11 has no base binding).")

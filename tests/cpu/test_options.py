@@ -287,3 +287,13 @@ def test_fast_path_is_on_by_default_up_to_256_kib():
     assert make_options(None, env={}).fast_path_max_bytes == 256 * 1024
     off = make_options(None, env={"NCCL_CORE_FAST_PATH_MAX_BYTES": "0"})
     assert off.fast_path_max_bytes == 0
+
+
+def test_symmetric_windows_up_to_8_mib_by_default_and_from_the_environment():
+    from nccl_core_backend.options import make_options
+
+    assert make_options(None, env={}).symmetric_max_bytes == 8 << 20
+    assert env_settings({"NCCL_CORE_SYMMETRIC_MAX_BYTES": "0"}) == {"symmetric_max_bytes": 0}
+    assert make_options(None, env={"NCCL_CORE_SYMMETRIC_MAX_BYTES": "4096"}).symmetric_max_bytes == 4096
+    with pytest.raises(ValueError, match="NCCL_CORE_SYMMETRIC_MAX_BYTES"):
+        env_settings({"NCCL_CORE_SYMMETRIC_MAX_BYTES": "-5"})

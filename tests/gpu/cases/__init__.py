@@ -14,4 +14,5 @@ from tests.gpu.cases import (  # noqa: F401
     reliability,
     device,
     fast,
+    symmetric,
 )

@@ -1,0 +1,108 @@
+#include "backend/symmetric.h"
+
+#include <ATen/ATen.h>
+#include <ATen/cuda/CUDAGraphsUtils.cuh>
+
+#include "comm/communicator.h"
+#include "comm/resources.h"
+#include "memory/allocator.h"
+#include "nccl/api.h"
+
+namespace nccl_core {
+
+namespace {
+
+constexpr int kCollSymmetric = 0x1;  // NCCL_WIN_COLL_SYMMETRIC (2.27+)
+// NCCL maps every window into one symmetric address range per communicator;
+// past this many live windows the cache stops registering (the same call on
+// every rank, since every rank holds the same windows).
+constexpr size_t kMaxWindows = 64;
+
+}  // namespace
+
+SymmetricCache::~SymmetricCache() {
+  // Memory that NCCL may still map stays pinned (leaked) rather than freed
+  // under a live window; the communicator's end closes them all first.
+  for (auto& e : entries_) {
+    if (!e.window->is_valid()) {
+      memory::unpin(e.base);
+    }
+  }
+}
+
+void SymmetricCache::admit(Communicator& comm, const void* ptr, size_t bytes,
+                           cudaStream_t stream) {
+  if (disabled_ || bytes == 0) {
+    return;
+  }
+  if (!comm.lsa_spans_all()) {
+    disabled_ = true;  // NCCL's symmetric kernels need one NVLink domain
+    return;
+  }
+  auto alloc = memory::find(ptr);
+  if (!alloc || alloc->size > max_bytes_ || alloc->device != comm.device()) {
+    return;
+  }
+  for (const auto& e : entries_) {
+    if (e.base == alloc->base) {
+      return;  // the steady state: registered at an earlier call
+    }
+  }
+  // Registration is a collective host call: not while capturing a graph (every
+  // rank captures the same calls, so none registers).
+  if (at::cuda::currentStreamCaptureStatusMayInitCtx() != at::cuda::CaptureStatus::None) {
+    return;
+  }
+  sweep(comm, stream);
+  if (entries_.size() >= kMaxWindows) {
+    return;
+  }
+  auto window = Window::create(comm.shared_from_this(), alloc->base, alloc->size,
+                               kCollSymmetric, c10::Storage());
+  if (!window) {
+    disabled_ = true;  // no windows on this system
+    return;
+  }
+  memory::pin(alloc->base);
+  entries_.push_back(Entry{alloc->base, alloc->size, std::move(window)});
+}
+
+void SymmetricCache::sweep(Communicator& comm, cudaStream_t stream) {
+  if (entries_.empty()) {
+    return;
+  }
+  // 1 where this rank has released the memory; MIN over the ranks leaves 1
+  // only where every rank has.
+  std::vector<int32_t> dead(entries_.size());
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    dead[i] = memory::released(entries_[i].base) ? 1 : 0;
+  }
+  auto flags = at::tensor(dead, at::kInt).to(at::Device(at::kCUDA, comm.device()));
+  comm.call(ncclAllReduce(flags.data_ptr(), flags.data_ptr(), dead.size(), ncclInt32, ncclMin,
+                          comm.get(), stream),
+            "ncclAllReduce (symmetric window sweep)");
+  NCCL_CORE_CUDA_CHECK(cudaMemcpyAsync(dead.data(), flags.data_ptr(),
+                                       dead.size() * sizeof(int32_t), cudaMemcpyDeviceToHost,
+                                       stream));
+  NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  std::vector<Entry> kept;
+  for (size_t i = 0; i < entries_.size(); ++i) {
+    if (dead[i] == 0) {
+      kept.push_back(std::move(entries_[i]));
+      continue;
+    }
+    entries_[i].window->close();  // collective, in registration order everywhere
+    memory::unpin(entries_[i].base);
+  }
+  entries_ = std::move(kept);
+}
+
+void SymmetricCache::clear() {
+  for (auto& e : entries_) {
+    e.window->close();
+    memory::unpin(e.base);
+  }
+  entries_.clear();
+}
+
+}  // namespace nccl_core

@@ -1,0 +1,68 @@
+// Symmetric windows over NCCL memory, registered automatically (issue 6).
+//
+// An all_reduce on NCCL's path whose tensor lies in NCCL memory (allocated
+// by nccl_core_backend.torch.empty, Backend::allocateTensor or a MemPool on
+// our allocator) of at most `max_bytes` first registers that allocation as a
+// symmetric window of the communicator, once; NCCL then picks its symmetric
+// kernels for that memory where its tuning says they are faster.  No user
+// call: the cache is keyed by allocation.
+//
+// Window registration is collective, and NCCL reads peers' windows at this
+// rank's offset, so the cache relies on the contract NCCL states for
+// registered buffers: for one call, every rank passes NCCL memory or none
+// does, in allocations of equal size at equal offsets (what an SPMD program
+// does).  A rank that breaks it waits in the registration until the group's
+// timeout, which fails the call; `symmetric_max_bytes = 0` turns it off.
+//
+// A registered allocation is pinned (memory/allocator.h): when its tensor
+// dies it stays mapped until every rank has released it.  Each new
+// registration first agrees, with one small all_reduce, on the windows
+// released everywhere and deregisters them, so the cache follows the
+// program's allocations instead of growing with them.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+namespace nccl_core {
+
+class Communicator;
+class Window;
+
+class SymmetricCache {
+ public:
+  explicit SymmetricCache(size_t max_bytes) : max_bytes_(max_bytes) {}
+  ~SymmetricCache();
+  SymmetricCache(const SymmetricCache&) = delete;
+  SymmetricCache& operator=(const SymmetricCache&) = delete;
+
+  // Before NCCL reads or writes [ptr, ptr + bytes) in a collective on
+  // `stream`: registers the NCCL allocation holding it if it is not yet.
+  // Does nothing for other memory, larger allocations, or under capture.
+  void admit(Communicator& comm, const void* ptr, size_t bytes, cudaStream_t stream);
+
+  // Windows registered now.
+  size_t windows() const { return entries_.size(); }
+
+  // Deregisters every window (collective: every rank, when the group ends)
+  // and frees the allocations that were released meanwhile.
+  void clear();
+
+ private:
+  struct Entry {
+    void* base;
+    size_t size;
+    std::shared_ptr<Window> window;
+  };
+  // Deregisters the windows whose memory every rank has released.
+  void sweep(Communicator& comm, cudaStream_t stream);
+
+  const size_t max_bytes_;
+  bool disabled_ = false;  // NCCL registers no windows here (same on every rank)
+  std::vector<Entry> entries_;  // registration order: the same on every rank
+};
+
+}  // namespace nccl_core
