@@ -10,6 +10,7 @@ tensors comes back."""
 from __future__ import annotations
 
 import gc
+import time
 
 import torch
 import torch.distributed as dist
@@ -35,6 +36,21 @@ def _expect_windows(ctx, g, n: int, what: str) -> None:
         fail(f"{what}: {got} symmetric windows, expected {n}")
 
 
+def _settle(ctx, g) -> None:
+    """Until every rank's watchdog has retired its works: a work keeps its
+    tensors alive, so a dead tensor is only released on every rank after this."""
+    gc.collect()
+    torch.cuda.synchronize()
+    be = g._get_backend(ctx.device)
+    deadline = time.monotonic() + 10
+    while be._pending_works() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if be._pending_works():
+        fail(f"{be._pending_works()} works still pending after 10 s")
+    dist.barrier(group=g)
+    torch.cuda.synchronize()
+
+
 def _reduce(ctx, g, t: torch.Tensor, op: str, salt: int, what: str) -> None:
     """Fresh inputs into `t`, one all_reduce, every element checked."""
     inputs = [make(ctx, q, t.dtype, n=t.numel(), op=op, salt=salt) for q in range(ctx.world)]
@@ -55,17 +71,18 @@ def symmetric_windows_for_nccl_memory(ctx):
             if op == "AVG" and not dtype.is_floating_point:
                 continue
             salt += 1
+            _settle(ctx, g)
             t = nc.torch.empty(N, dtype=dtype, device=ctx.device)
             _reduce(ctx, g, t, op, salt, f"all_reduce registering NCCL memory {dtype}")
-            # The previous tensor died on every rank: its window went at this
-            # registration, so one window is left.
+            # The previous tensor died and its work retired on every rank: its
+            # window went at this registration, so one window is left.
             _expect_windows(ctx, g, 1, f"{dtype} {op}, first use")
             _reduce(ctx, g, t, op, salt + 100, f"all_reduce on a registered window {dtype}")
             _expect_windows(ctx, g, 1, f"{dtype} {op}, reuse")
             del t
-    gc.collect()
     # The last tensor is dead but still mapped by its window (pinned) until
     # the next registration: one more registration returns it.
+    _settle(ctx, g)
     t = nc.torch.empty(N, device=ctx.device)
     _reduce(ctx, g, t, "SUM", 900, "all_reduce after the sweep")
     _expect_windows(ctx, g, 1, "after the sweep")
