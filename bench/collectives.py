@@ -15,6 +15,7 @@ the data it moved.  Rank 0 writes results.json, results.md and a plot.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
 import time
@@ -299,7 +300,17 @@ def main() -> None:
         if wrong:
             print(f"WRONG RESULTS: {wrong}", flush=True)
     dist.barrier(group=ctrl)
-    dist.destroy_process_group()
+    # Runs of this script have been cut off by their timeout after the last
+    # result was written: the teardown did not return.  One group at a time,
+    # each named, with every thread's stack dumped if one takes over a minute,
+    # shows which backend's shutdown it is (bench/NOTES.md section 8).
+    faulthandler.dump_traceback_later(60, exit=False)
+    for name, group in (("nccl", nccl_group), ("gloo ctrl", ctrl), ("default", None)):
+        t0 = time.perf_counter()
+        dist.destroy_process_group(group)
+        if rank == 0:
+            print(f"destroyed the {name} group in {time.perf_counter() - t0:.2f} s", flush=True)
+    faulthandler.cancel_dump_traceback_later()
     if wrong:
         raise SystemExit(1)
 
