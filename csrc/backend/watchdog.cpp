@@ -3,6 +3,7 @@
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "backend/errors.h"
 #include "backend/work.h"
@@ -84,10 +85,12 @@ void Watchdog::sweep() {
     return;
   }
   auto now = std::chrono::steady_clock::now();
-  std::vector<Work*> done;
+  // A set, not a list: an eager loop queues thousands of works per interval,
+  // and the removal below runs under the lock that every call's watch() takes.
+  std::unordered_set<const Work*> done;
   for (auto& e : snapshot) {
     if (e.work->exception() != nullptr || e.work->gpu_done()) {
-      done.push_back(e.work.get());
+      done.insert(e.work.get());
       continue;
     }
     const char* outcome = abort_on_error_
@@ -111,17 +114,18 @@ void Watchdog::sweep() {
       }
     }
   }
-  for (Work* w : done) {
-    w->release_tensors();
+  if (done.empty()) {
+    return;
+  }
+  for (auto& e : snapshot) {
+    if (done.count(e.work.get()) != 0) {
+      e.work->release_tensors();
+    }
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  entries_.erase(
-      std::remove_if(entries_.begin(), entries_.end(),
-                     [&](const Entry& e) {
-                       return std::find(done.begin(), done.end(),
-                                        e.work.get()) != done.end();
-                     }),
-      entries_.end());
+  entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                [&](const Entry& e) { return done.count(e.work.get()) != 0; }),
+                 entries_.end());
 }
 
 void Watchdog::fail_all(const std::string& msg, bool abort) {
