@@ -7,7 +7,6 @@
 #include "comm/resources.h"
 #include "memory/allocator.h"
 #include "nccl/api.h"
-#include "nccl/newer.h"
 #include "nccl/types.h"
 
 namespace nccl_core::fast {
