@@ -10,7 +10,7 @@ call in a back-to-back loop, best of three rounds that alternate the paths:
                     kernels (symmetric ones up to symmetric_max_bytes)
   core zc CTAS      nccl_core on NCCL memory, zero-copy from 512 KiB, its
                     data kernels on CTAS blocks
-  core plain mN     nccl_core on plain memory with NCCL's min_ctas = N: does
+  core plain mN     nccl_core on plain memory with NCCL's min_ctas = max_ctas = N: does
                     a wider ring beat NCCL's own choice of channels?
 
 Each path's result is checked once per size before it is timed.
@@ -64,7 +64,8 @@ def main() -> None:
     for c in [int(v) for v in args.ctas.split(",") if v]:
         groups[f"core zc {c}"] = (group(zero_copy_min_bytes=512 << 10, zero_copy_ctas=c), True)
     for m in [int(v) for v in args.min_ctas.split(",") if v]:
-        groups[f"core plain m{m}"] = (group(zero_copy_min_bytes=0, min_ctas=m), False)
+        # NCCL refuses a min_ctas without a max_ctas.
+        groups[f"core plain m{m}"] = (group(zero_copy_min_bytes=0, min_ctas=m, max_ctas=m), False)
     rows, ok = [], True
     for size in SIZES:
         n = size // 4
