@@ -1,19 +1,16 @@
-"""The zero-copy all_reduce on NCCL memory against backend nccl (issue 6).
+"""all_reduce paths of nccl_core against backend nccl, 512 KiB .. 256 MiB (issue 6).
 
-    torchrun --nproc-per-node=4 bench/zero_copy.py [--ctas 16,32,64] [--out results.json]
+    torchrun --nproc-per-node=4 bench/allreduce_paths.py \
+        --group "sym all m32:memory=nccl,symmetric_max_bytes=1073741824,min_ctas=32,max_ctas=32" \
+        [--group ...] [--out results.json]
 
-One job, float32 SUM all_reduce through dist.*, 512 KiB .. 256 MiB, GPU µs per
-call in a back-to-back loop, best of three rounds that alternate the paths:
-
-  nccl plain        backend nccl, torch.empty tensor (the issue's baseline)
-  core nccl path    nccl_core on NCCL memory with zero-copy off: NCCL's
-                    kernels (symmetric ones up to symmetric_max_bytes)
-  core zc CTAS      nccl_core on NCCL memory, zero-copy from 512 KiB, its
-                    data kernels on CTAS blocks
-  core plain mN     nccl_core on plain memory with NCCL's min_ctas = max_ctas = N: does
-                    a wider ring beat NCCL's own choice of channels?
-
-Each path's result is checked once per size before it is timed.
+One job, float32 SUM all_reduce through dist.*, GPU µs per call in a
+back-to-back loop, best of three rounds that alternate the paths.  The
+baseline is backend nccl on a torch.empty tensor (the issue's); "core
+default" is nccl_core with its defaults on NCCL memory; each --group NAME:
+SETTINGS adds a nccl_core group with those Options fields (memory=nccl or
+plain picks the tensor's memory, default nccl).  Each path's result is
+checked once per size before it is timed.
 """
 
 from __future__ import annotations
@@ -53,19 +50,26 @@ def group(**settings):
     return dist.new_group(backend="nccl_core", pg_options=opts)
 
 
+def parse_group(spec: str):
+    """NAME:key=value,... -> (name, settings, nccl_memory)."""
+    name, _, body = spec.partition(":")
+    settings = dict(kv.split("=", 1) for kv in body.split(",") if kv)
+    memory = settings.pop("memory", "nccl")
+    if memory not in ("nccl", "plain"):
+        raise SystemExit(f"--group {name}: memory must be nccl or plain, got {memory}")
+    return name, {k: int(v) for k, v in settings.items()}, memory == "nccl"
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--ctas", default="16,32,64")
-    p.add_argument("--min-ctas", default="32")
+    p.add_argument("--group", action="append", default=[])
     p.add_argument("--out", default=None)
     args = p.parse_args()
     device, rank, world, nccl_group = init_side_by_side()
-    groups = {"core nccl path": (group(zero_copy_min_bytes=0), True)}
-    for c in [int(v) for v in args.ctas.split(",") if v]:
-        groups[f"core zc {c}"] = (group(zero_copy_min_bytes=512 << 10, zero_copy_ctas=c), True)
-    for m in [int(v) for v in args.min_ctas.split(",") if v]:
-        # NCCL refuses a min_ctas without a max_ctas.
-        groups[f"core plain m{m}"] = (group(zero_copy_min_bytes=0, min_ctas=m, max_ctas=m), False)
+    groups = {"core default": (dist.group.WORLD, True)}
+    for spec in args.group:
+        name, settings, nccl_memory = parse_group(spec)
+        groups[name] = (group(**settings), nccl_memory)
     rows, ok = [], True
     for size in SIZES:
         n = size // 4
@@ -104,7 +108,8 @@ def main() -> None:
     flags = [None] * world
     dist.all_gather_object(flags, ok)
     for name, (g, _) in groups.items():
-        dist.destroy_process_group(g)
+        if g is not dist.group.WORLD:
+            dist.destroy_process_group(g)
     dist.destroy_process_group()
     if not all(flags):
         raise SystemExit("wrong results")
