@@ -170,7 +170,6 @@ bool Backend::zero_copy(Communicator& c, const Buf& b, ncclRedOp_t op, cudaStrea
   for (size_t r = 0; r < e->peers.size(); ++r) {
     peers.buf[r] = e->peers[r] + offset;
   }
-  peers.buf[c.rank()] = static_cast<char*>(b.ptr);  // our own copy: no alias needed
   return fast_->all_reduce_mapped(c, peers, b.count, b.type, op, s);
 }
 
