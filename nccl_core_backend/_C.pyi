@@ -45,8 +45,6 @@ class Options(Backend.Options):
     blocking: bool
     fast_path_max_bytes: int
     symmetric_max_bytes: int
-    zero_copy_min_bytes: int
-    zero_copy_ctas: int
     cga_cluster_size: int
     min_ctas: int
     max_ctas: int

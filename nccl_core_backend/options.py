@@ -96,12 +96,6 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
     symmetric = _nonnegative_int(env, "NCCL_CORE_SYMMETRIC_MAX_BYTES")
     if symmetric is not None:
         out["symmetric_max_bytes"] = symmetric
-    zero_copy = _nonnegative_int(env, "NCCL_CORE_ZERO_COPY_MIN_BYTES")
-    if zero_copy is not None:
-        out["zero_copy_min_bytes"] = zero_copy
-    ctas = _positive_int(env, "NCCL_CORE_ZERO_COPY_CTAS")
-    if ctas is not None:
-        out["zero_copy_ctas"] = ctas
     period = _positive_int(env, "NCCL_CORE_WATCHDOG_MS")
     if period is not None:
         out["watchdog_interval"] = timedelta(milliseconds=period)

@@ -126,14 +126,11 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   watchdog_ = std::make_unique<Watchdog>(
       options_->watchdog_interval, options_->abort_on_error,
       [this](const std::string& msg) { record_error(msg); });
-  const bool zero_copy = options_->zero_copy_min_bytes > 0;
-  if (options_->fast_path_max_bytes > 0 || zero_copy) {
-    fast_ = std::make_unique<fast::Engine>(options_->fast_path_max_bytes,
-                                           options_->zero_copy_ctas);
+  if (options_->fast_path_max_bytes > 0) {
+    fast_ = std::make_unique<fast::Engine>(options_->fast_path_max_bytes);
   }
-  if (options_->symmetric_max_bytes > 0 || zero_copy) {
-    symmetric_ = std::make_unique<SymmetricCache>(options_->symmetric_max_bytes,
-                                                  options_->zero_copy_min_bytes);
+  if (options_->symmetric_max_bytes > 0) {
+    symmetric_ = std::make_unique<SymmetricCache>(options_->symmetric_max_bytes);
   }
   device_ = device;
   comm_ = std::move(comm);

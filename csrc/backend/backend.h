@@ -132,7 +132,6 @@ class Backend : public c10d::Backend {
   bool has_communicator() const { return comm_ != nullptr; }
   // Calls that took the fast path so far (tests: proof that it ran).
   uint64_t fast_path_calls() const { return fast_ ? fast_->calls() : 0; }
-  uint64_t zero_copy_calls() const { return fast_ ? fast_->zero_copy_calls() : 0; }
   // Symmetric windows registered automatically over NCCL memory (tests).
   size_t symmetric_windows() const { return symmetric_ ? symmetric_->windows() : 0; }
   // new_group: non-members take part in the parent's split with no color.
@@ -186,9 +185,6 @@ class Backend : public c10d::Backend {
   // The automatic symmetric windows, or nullptr (off, or inside a coalescing
   // block: no collective registration inside NCCL's group).
   SymmetricCache* symmetric() const { return coalescing_ ? nullptr : symmetric_.get(); }
-  // An all_reduce of NCCL memory of at least zero_copy_min_bytes: in place
-  // on the peers' mapped copies (fast/zero_copy.h).  False: NCCL's turn.
-  bool zero_copy(Communicator& c, const Buf& b, ncclRedOp_t op, cudaStream_t s);
   std::chrono::milliseconds timeout_of(std::chrono::milliseconds t) const;
 
   c10::intrusive_ptr<c10d::Store> store_;
@@ -198,10 +194,8 @@ class Backend : public c10d::Backend {
   std::unique_ptr<at::cuda::CUDAEvent> ready_event_; // reused for stream sync
   std::optional<at::Device> device_;
   std::unique_ptr<Watchdog> watchdog_;
-  // null unless fast_path_max_bytes or zero_copy_min_bytes > 0
-  std::unique_ptr<fast::Engine> fast_;
-  // null unless symmetric_max_bytes or zero_copy_min_bytes > 0
-  std::unique_ptr<SymmetricCache> symmetric_;
+  std::unique_ptr<fast::Engine> fast_;  // null unless fast_path_max_bytes > 0
+  std::unique_ptr<SymmetricCache> symmetric_;  // null unless symmetric_max_bytes > 0
   std::mutex init_mutex_;
   std::atomic<uint64_t> seq_{0};
   uint64_t uid_counter_ = 0;

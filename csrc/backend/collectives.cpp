@@ -147,30 +147,12 @@ WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors,
                   if (f && f->all_reduce(c, b.ptr, b.ptr, b.count, b.type, op, s)) {
                     return;
                   }
-                  if (zero_copy(c, b, op, s)) {
-                    return;
+                  if (auto* y = symmetric()) {
+                    y->admit(c, b.ptr, b.count * types::element_size(b.type), s);
                   }
                   c.call(ncclAllReduce(b.ptr, b.ptr, b.count, b.type, op, c.get(), s),
                          "ncclAllReduce");
                 });
-}
-
-bool Backend::zero_copy(Communicator& c, const Buf& b, ncclRedOp_t op, cudaStream_t s) {
-  auto* y = symmetric();
-  if (y == nullptr) {
-    return false;
-  }
-  size_t bytes = b.count * types::element_size(b.type);
-  const auto* e = y->admit(c, b.ptr, bytes, s);
-  if (e == nullptr || e->peers.empty() || !y->zero_copy(bytes) || fast_ == nullptr) {
-    return false;  // NCCL's kernels (symmetric ones on a symmetric window)
-  }
-  fast::Peers peers{};
-  size_t offset = static_cast<char*>(b.ptr) - static_cast<char*>(e->base);
-  for (size_t r = 0; r < e->peers.size(); ++r) {
-    peers.buf[r] = e->peers[r] + offset;
-  }
-  return fast_->all_reduce_mapped(c, peers, b.count, b.type, op, s);
 }
 
 WorkPtr Backend::allreduce_coalesced(

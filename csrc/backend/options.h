@@ -40,14 +40,6 @@ struct GroupOptions : c10d::Backend::Options {
   // 0 = off.  Above 8 MiB those kernels measured slower than NCCL's ring on
   // 4xH200 without NVLink SHARP (bench/NOTES.md section 8).
   size_t symmetric_max_bytes = 8 * 1024 * 1024;
-  // all_reduce calls of at least this many bytes on NCCL memory run in place
-  // on the peers' copies of the tensor's allocation, mapped through a window
-  // registered the first time (same contract as above; fast/zero_copy.h);
-  // 0 = off.
-  size_t zero_copy_min_bytes = 4 * 1024 * 1024;
-  // Blocks of each data kernel of a zero-copy all_reduce: more take NVLink
-  // closer to its peak, and more SMs away from compute running beside it.
-  int zero_copy_ctas = 32;
   CommConfig config;
 };
 

@@ -17,9 +17,6 @@ constexpr int kCollSymmetric = 0x1;  // NCCL_WIN_COLL_SYMMETRIC (2.27+)
 // past this many live windows the cache stops registering (the same call on
 // every rank, since every rank holds the same windows).
 constexpr size_t kMaxWindows = 64;
-// Larger allocations are not mapped for the zero-copy all-reduce: each window
-// takes its size of every peer's address space in NCCL's symmetric range.
-constexpr size_t kMaxZeroCopyAllocation = size_t(2) << 30;
 
 }  // namespace
 
@@ -33,55 +30,41 @@ SymmetricCache::~SymmetricCache() {
   }
 }
 
-const SymmetricCache::Entry* SymmetricCache::admit(Communicator& comm, const void* ptr,
-                                                    size_t bytes, cudaStream_t stream) {
+void SymmetricCache::admit(Communicator& comm, const void* ptr, size_t bytes,
+                           cudaStream_t stream) {
   if (disabled_ || bytes == 0) {
-    return nullptr;
+    return;
   }
   if (!comm.lsa_spans_all()) {
-    disabled_ = true;  // both uses need one NVLink domain
-    return nullptr;
+    disabled_ = true;  // NCCL's symmetric kernels need one NVLink domain
+    return;
   }
   auto alloc = memory::find(ptr);
-  if (!alloc || alloc->device != comm.device()) {
-    return nullptr;
+  if (!alloc || alloc->size > max_bytes_ || alloc->device != comm.device()) {
+    return;
   }
   for (const auto& e : entries_) {
     if (e.base == alloc->base) {
-      return &e;  // the steady state: registered at an earlier call
+      return;  // the steady state: registered at an earlier call
     }
-  }
-  const bool symmetric = alloc->size <= max_bytes_;
-  if (!symmetric && !(zero_copy(bytes) && alloc->size <= kMaxZeroCopyAllocation)) {
-    return nullptr;
   }
   // Registration is a collective host call: not while capturing a graph (every
   // rank captures the same calls, so none registers).
   if (at::cuda::currentStreamCaptureStatusMayInitCtx() != at::cuda::CaptureStatus::None) {
-    return nullptr;
+    return;
   }
   sweep(comm, stream);
   if (entries_.size() >= kMaxWindows) {
-    return nullptr;
+    return;
   }
   auto window = Window::create(comm.shared_from_this(), alloc->base, alloc->size,
-                               symmetric ? kCollSymmetric : 0, c10::Storage());
+                               kCollSymmetric, c10::Storage());
   if (!window) {
     disabled_ = true;  // no windows on this system
-    return nullptr;
+    return;
   }
   memory::pin(alloc->base);
-  Entry entry{alloc->base, alloc->size, std::move(window), {}};
-  for (int r = 0; r < comm.nranks(); ++r) {
-    auto p = entry.window->peer_pointer(r, 0);
-    if (!p) {
-      entry.peers.clear();  // not mapped everywhere: NCCL's kernels only
-      break;
-    }
-    entry.peers.push_back(static_cast<char*>(*p));
-  }
-  entries_.push_back(std::move(entry));
-  return &entries_.back();
+  entries_.push_back(Entry{alloc->base, alloc->size, std::move(window)});
 }
 
 void SymmetricCache::sweep(Communicator& comm, cudaStream_t stream) {

@@ -14,12 +14,6 @@
 // does).  A rank that breaks it waits in the registration until the group's
 // timeout, which fails the call; `symmetric_max_bytes = 0` turns it off.
 //
-// The same windows serve the zero-copy all-reduce (fast/zero_copy.h): a call
-// of at least `zero_copy_min_bytes` on a registered allocation reads the
-// peers' copies directly.  Allocations larger than `max_bytes` are registered
-// for it too, at their first such call, as plain (not symmetric) windows, so
-// NCCL keeps its ring for the smaller calls on them.
-//
 // A registered allocation is pinned (memory/allocator.h): when its tensor
 // dies it stays mapped until every rank has released it.  Each new
 // registration first agrees, with one small all_reduce, on the windows
@@ -40,31 +34,15 @@ class Window;
 
 class SymmetricCache {
  public:
-  SymmetricCache(size_t max_bytes, size_t zero_copy_min_bytes)
-      : max_bytes_(max_bytes), zero_copy_min_bytes_(zero_copy_min_bytes) {}
+  explicit SymmetricCache(size_t max_bytes) : max_bytes_(max_bytes) {}
   ~SymmetricCache();
   SymmetricCache(const SymmetricCache&) = delete;
   SymmetricCache& operator=(const SymmetricCache&) = delete;
 
-  // Where every rank maps one registered allocation.
-  struct Entry {
-    void* base;
-    size_t size;
-    std::shared_ptr<Window> window;
-    std::vector<char*> peers;  // each rank's copy of [base, base + size)
-  };
-
-  // Before a collective reads or writes [ptr, ptr + bytes) on `stream`:
-  // registers the NCCL allocation holding it if it is not yet and qualifies.
-  // Returns its entry once registered; nullptr for other memory, allocations
-  // that do not qualify, or under capture before registration.
-  const Entry* admit(Communicator& comm, const void* ptr, size_t bytes, cudaStream_t stream);
-
-  // Calls of at least this many bytes on a registered allocation may take
-  // the zero-copy all-reduce (0: none).
-  bool zero_copy(size_t bytes) const {
-    return zero_copy_min_bytes_ > 0 && bytes >= zero_copy_min_bytes_;
-  }
+  // Before NCCL reads or writes [ptr, ptr + bytes) in a collective on
+  // `stream`: registers the NCCL allocation holding it if it is not yet.
+  // Does nothing for other memory, larger allocations, or under capture.
+  void admit(Communicator& comm, const void* ptr, size_t bytes, cudaStream_t stream);
 
   // Windows registered now.
   size_t windows() const { return entries_.size(); }
@@ -74,11 +52,15 @@ class SymmetricCache {
   void clear();
 
  private:
+  struct Entry {
+    void* base;
+    size_t size;
+    std::shared_ptr<Window> window;
+  };
   // Deregisters the windows whose memory every rank has released.
   void sweep(Communicator& comm, cudaStream_t stream);
 
   const size_t max_bytes_;
-  const size_t zero_copy_min_bytes_;
   bool disabled_ = false;  // NCCL registers no windows here (same on every rank)
   std::vector<Entry> entries_;  // registration order: the same on every rank
 };

@@ -76,15 +76,7 @@ void Engine::set_up(Communicator& comm, cudaStream_t stream) {
 }
 
 bool Engine::ready(Communicator& comm, size_t staged, cudaStream_t stream) {
-  if (staged == 0 || staged > max_bytes_ || !usable(comm, stream)) {
-    return false;
-  }
-  calls_.fetch_add(1, std::memory_order_relaxed);
-  return true;
-}
-
-bool Engine::usable(Communicator& comm, cudaStream_t stream) {
-  if (disabled_ || !whole_group_reachable(comm)) {
+  if (disabled_ || staged == 0 || staged > max_bytes_ || !whole_group_reachable(comm)) {
     return false;
   }
   // Closed with the communicator's resources (on every rank, like any
@@ -99,6 +91,7 @@ bool Engine::usable(Communicator& comm, cudaStream_t stream) {
     return false;
   }
   follow(stream, comm.device());
+  calls_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
@@ -127,19 +120,6 @@ bool Engine::all_reduce(Communicator& comm, const void* in, void* out, size_t co
     return false;
   }
   return launch_reduce(shared_, in, count, out, count, 0, type, op, stream);
-}
-
-bool Engine::all_reduce_mapped(Communicator& comm, const Peers& peers, size_t count,
-                               ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream) {
-  if (count == 0 || !reducible(type, op) || !usable(comm, stream)) {
-    return false;
-  }
-  if (!launch_zero_copy(shared_, peers, count, type, op, zero_copy_ctas_, stream)) {
-    return false;
-  }
-  calls_.fetch_add(1, std::memory_order_relaxed);
-  zero_copy_calls_.fetch_add(1, std::memory_order_relaxed);
-  return true;
 }
 
 bool Engine::reduce_scatter(Communicator& comm, const void* in, void* out, size_t count,

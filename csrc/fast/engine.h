@@ -22,7 +22,6 @@
 #include <memory>
 
 #include "fast/kernels.h"
-#include "fast/zero_copy.h"
 
 namespace nccl_core {
 
@@ -33,10 +32,7 @@ namespace fast {
 
 class Engine {
  public:
-  // `max_bytes`: the largest staged call (0: only zero-copy calls);
-  // `zero_copy_ctas`: blocks of each data kernel of a zero-copy call.
-  Engine(size_t max_bytes, int zero_copy_ctas)
-      : max_bytes_(max_bytes), zero_copy_ctas_(zero_copy_ctas) {}
+  explicit Engine(size_t max_bytes) : max_bytes_(max_bytes) {}
 
   // Each runs the call on `stream` and returns true when it is eligible;
   // false, with nothing enqueued, otherwise.  `op` is the ncclRedOp_t the
@@ -51,20 +47,13 @@ class Engine {
   bool all_to_all(Communicator& comm, const void* in, void* out, size_t bytes,
                   cudaStream_t stream);
   bool broadcast(Communicator& comm, void* buf, size_t bytes, int root, cudaStream_t stream);
-  // All-reduce in place, nothing staged (zero_copy.h): `peers` holds every
-  // rank's copy of the tensor, mapped through a window.
-  bool all_reduce_mapped(Communicator& comm, const Peers& peers, size_t count,
-                         ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream);
 
-  // Calls that took the path so far, staged and zero-copy.
+  // Calls that took the path so far.
   uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
-  uint64_t zero_copy_calls() const { return zero_copy_calls_.load(std::memory_order_relaxed); }
 
  private:
   // The group qualifies, `staged` bytes fit, and the scratch window is ready.
   bool ready(Communicator& comm, size_t staged, cudaStream_t stream);
-  // The group qualifies and the scratch window (its barrier flags) is ready.
-  bool usable(Communicator& comm, cudaStream_t stream);
   bool whole_group_reachable(Communicator& comm);
   void set_up(Communicator& comm, cudaStream_t stream);
   // Calls share the scratch window and its epochs, so they must run one after
@@ -72,7 +61,6 @@ class Engine {
   void follow(cudaStream_t stream, int device);
 
   const size_t max_bytes_;
-  const int zero_copy_ctas_;
   int reachable_ = -1;  // -1 unknown, 0 no, 1 yes (a property of the group)
   bool disabled_ = false;
   std::shared_ptr<Window> window_;
@@ -80,7 +68,6 @@ class Engine {
   at::Tensor epoch_;
   Shared shared_{};
   std::atomic<uint64_t> calls_{0};
-  std::atomic<uint64_t> zero_copy_calls_{0};
   cudaStream_t last_stream_ = nullptr;
   at::cuda::CUDAEvent switch_event_{cudaEventDisableTiming};
 };

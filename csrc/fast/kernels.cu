@@ -1,8 +1,9 @@
 #include "fast/kernels.h"
 
+#include <cuda/atomic>
+
 #include <cstdint>
 
-#include "fast/device.cuh"
 #include "nccl/api.h"
 #include "util/reduce.cuh"
 
@@ -10,11 +11,95 @@ namespace nccl_core::fast {
 
 namespace {
 
-using dev::BlockState;
-using dev::half_of;
-using dev::smin;
-
 constexpr int kThreads = 512;
+// Barrier polls between two reads of the (host-mapped, slow) abort flag.
+constexpr unsigned kAbortEvery = 256;
+
+using SystemWord = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>;
+
+__device__ __forceinline__ unsigned long long* flags_of(const Shared& s, int rank) {
+  return reinterpret_cast<unsigned long long*>(s.window[rank]);
+}
+
+// Per-block state of one call: the barrier count before it (s.epoch[0]), the
+// call's index (s.epoch[1], whose parity picks the half), and whether a
+// barrier was abandoned.  Every rank runs the same calls with the same number
+// of barriers each, so both counters agree between ranks.
+struct BlockState {
+  unsigned long long barriers;
+  unsigned long long call;
+  int stop;
+};
+
+__device__ __forceinline__ char* half_of(const Shared& s, int rank, const BlockState& st) {
+  return s.window[rank] + kFlagBytes + (st.call & 1) * s.half;
+}
+
+__device__ __forceinline__ void begin(const Shared& s, BlockState& st) {
+  if (threadIdx.x == 0) {
+    st.barriers = s.epoch[0];
+    st.call = s.epoch[1] + 1;
+    st.stop = 0;
+  }
+  __syncthreads();
+}
+
+// The last block to leave cannot be ahead of a block that has not read the
+// counters yet: every block reads them before it signals its first barrier.
+__device__ __forceinline__ void end(const Shared& s, const BlockState& st) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    s.epoch[0] = st.barriers;
+    s.epoch[1] = st.call;
+  }
+}
+
+__device__ __forceinline__ size_t smin(size_t a, size_t b) { return a < b ? a : b; }
+
+__device__ void copy_bytes(char* dst, const char* src, size_t n) {
+  size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  size_t packs = 0;
+  if (((reinterpret_cast<uintptr_t>(dst) | reinterpret_cast<uintptr_t>(src)) & 15) == 0) {
+    packs = n / 16;
+    for (size_t i = first; i < packs; i += stride) {
+      reinterpret_cast<uint4*>(dst)[i] = reinterpret_cast<const uint4*>(src)[i];
+    }
+  }
+  for (size_t i = packs * 16 + first; i < n; i += stride) {
+    dst[i] = src[i];
+  }
+}
+
+// Every block of every rank: this block tells each rank it has arrived
+// (release, after the block's stores), then waits until every block of every
+// rank has (acquire).  False when the communicator was aborted meanwhile.
+__device__ bool barrier(const Shared& s, BlockState& st) {
+  __syncthreads();
+  const unsigned long long epoch = st.barriers + 1;
+  if (threadIdx.x < s.nranks) {
+    unsigned long long* f = flags_of(s, threadIdx.x) + s.rank * kBlocks + blockIdx.x;
+    __threadfence_system();
+    SystemWord(*f).store(epoch, cuda::memory_order_release);
+  }
+  unsigned long long* mine = flags_of(s, s.rank);
+  for (int i = threadIdx.x; i < s.nranks * kBlocks; i += blockDim.x) {
+    SystemWord f(mine[i]);
+    unsigned spins = 0;
+    while (f.load(cuda::memory_order_acquire) < epoch) {
+      if (++spins % kAbortEvery == 0 && (*s.abort != 0 || *(volatile int*)&st.stop != 0)) {
+        st.stop = 1;
+        break;
+      }
+      __nanosleep(32);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    st.barriers = epoch;  // every thread has read the old value above
+  }
+  __syncthreads();
+  return st.stop == 0;
+}
 
 // out[i] = op over ranks of their staged element src_offset + i, for i in
 // [lo, hi) (Vec: 16-byte packs instead of elements).
@@ -61,9 +146,9 @@ __global__ void __launch_bounds__(kThreads)
     reduce_kernel(Shared s, const char* in, size_t in_bytes, T* out, size_t count,
                   size_t src_offset, size_t chunk, typename Acc<T>::type scale) {
   __shared__ BlockState st;
-  dev::begin(s, st);
-  dev::copy_bytes(half_of(s, s.rank, st), in, in_bytes);
-  if (!dev::barrier(s, st)) {
+  begin(s, st);
+  copy_bytes(half_of(s, s.rank, st), in, in_bytes);
+  if (!barrier(s, st)) {
     return;
   }
   size_t units = Vec ? count / (16 / sizeof(T)) : count;
@@ -74,34 +159,34 @@ __global__ void __launch_bounds__(kThreads)
     size_t hi = smin(units, lo + chunk);
     T* mine = reinterpret_cast<T*>(half_of(s, s.rank, st));
     reduce_range<T, Op, Vec>(s, st, 0, mine, lo, hi, scale);
-    if (!dev::barrier(s, st)) {
+    if (!barrier(s, st)) {
       return;
     }
     size_t unit_bytes = Vec ? 16 : sizeof(T);
     for (int p = 0; p < s.nranks; ++p) {
       size_t plo = smin(units, p * chunk);
       size_t phi = smin(units, plo + chunk);
-      dev::copy_bytes(reinterpret_cast<char*>(out) + plo * unit_bytes,
+      copy_bytes(reinterpret_cast<char*>(out) + plo * unit_bytes,
                  half_of(s, p, st) + plo * unit_bytes, (phi - plo) * unit_bytes);
     }
   }
-  dev::end(s, st);
+  end(s, st);
 }
 
 __global__ void __launch_bounds__(kThreads)
     copy_kernel(Shared s, const char* in, size_t in_bytes, char* out, size_t bytes,
                 size_t src_offset, int first_peer, int npeers) {
   __shared__ BlockState st;
-  dev::begin(s, st);
-  dev::copy_bytes(half_of(s, s.rank, st), in, in_bytes);
-  if (!dev::barrier(s, st)) {
+  begin(s, st);
+  copy_bytes(half_of(s, s.rank, st), in, in_bytes);
+  if (!barrier(s, st)) {
     return;
   }
   for (int q = 0; q < npeers; ++q) {
-    dev::copy_bytes(out + static_cast<size_t>(q) * bytes, half_of(s, first_peer + q, st) + src_offset,
+    copy_bytes(out + static_cast<size_t>(q) * bytes, half_of(s, first_peer + q, st) + src_offset,
                bytes);
   }
-  dev::end(s, st);
+  end(s, st);
 }
 
 bool aligned16(uintptr_t v) { return (v & 15) == 0; }

@@ -5,7 +5,6 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "backend/backend.h"
-#include "backend/errors.h"
 #include "comm/communicator.h"
 #include "python/bind.h"
 
@@ -43,19 +42,6 @@ void bind_backend(py::module_& m) {
                      "register the allocation as a symmetric window once, so NCCL can use "
                      "its symmetric kernels; every rank must then pass NCCL memory for such "
                      "a call (default 8 MiB); 0 = off")
-      .def_readwrite("zero_copy_min_bytes", &GroupOptions::zero_copy_min_bytes,
-                     "all_reduce calls of at least this many bytes on NCCL memory run in "
-                     "place on every rank's copy of the allocation, mapped through a window "
-                     "registered once; every rank must then pass NCCL memory for such a "
-                     "call (default 4 MiB); 0 = off")
-      .def_property(
-          "zero_copy_ctas", [](const GroupOptions& o) { return o.zero_copy_ctas; },
-          [](GroupOptions& o, int v) {
-            NCCL_CORE_CHECK_VALUE(v >= 1 && v <= 1024,
-                                  "zero_copy_ctas must be in [1, 1024], got ", v);
-            o.zero_copy_ctas = v;
-          },
-          "Blocks of each data kernel of a zero-copy all_reduce (default 32)")
       .def_property(
           "blocking", [](const GroupOptions& o) { return o.config.blocking; },
           [](GroupOptions& o, bool v) { o.config.blocking = v; },
@@ -112,7 +98,6 @@ void bind_backend(py::module_& m) {
       .def("_pending_works", &Backend::pending_works)
       .def("_fast_path_calls", &Backend::fast_path_calls)
       .def("_symmetric_windows", &Backend::symmetric_windows)
-      .def("_zero_copy_calls", &Backend::zero_copy_calls)
       .def_property_readonly("nccl_core_options", &Backend::options)
       .def_property_readonly("options", &Backend::options,
                              "The group's Options (torch 2.11 has no base binding).")

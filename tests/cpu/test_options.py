@@ -297,18 +297,3 @@ def test_symmetric_windows_up_to_8_mib_by_default_and_from_the_environment():
     assert make_options(None, env={"NCCL_CORE_SYMMETRIC_MAX_BYTES": "4096"}).symmetric_max_bytes == 4096
     with pytest.raises(ValueError, match="NCCL_CORE_SYMMETRIC_MAX_BYTES"):
         env_settings({"NCCL_CORE_SYMMETRIC_MAX_BYTES": "-5"})
-
-
-def test_zero_copy_from_4_mib_on_32_ctas_by_default_and_from_the_environment():
-    from nccl_core_backend.options import make_options
-
-    opts = make_options(None, env={})
-    assert (opts.zero_copy_min_bytes, opts.zero_copy_ctas) == (4 << 20, 32)
-    assert env_settings({"NCCL_CORE_ZERO_COPY_MIN_BYTES": "0"}) == {"zero_copy_min_bytes": 0}
-    env = {"NCCL_CORE_ZERO_COPY_MIN_BYTES": "1048576", "NCCL_CORE_ZERO_COPY_CTAS": "64"}
-    opts = make_options(None, env=env)
-    assert (opts.zero_copy_min_bytes, opts.zero_copy_ctas) == (1 << 20, 64)
-    with pytest.raises(ValueError, match="NCCL_CORE_ZERO_COPY_CTAS"):
-        env_settings({"NCCL_CORE_ZERO_COPY_CTAS": "0"})
-    with pytest.raises(ValueError, match="zero_copy_ctas must be in"):
-        opts.zero_copy_ctas = 0

@@ -15,5 +15,4 @@ from tests.gpu.cases import (  # noqa: F401
     device,
     fast,
     symmetric,
-    zero_copy,
 )

@@ -63,9 +63,7 @@ def _reduce(ctx, g, t: torch.Tensor, op: str, salt: int, what: str) -> None:
 def symmetric_windows_for_nccl_memory(ctx):
     gc.collect()
     torch.cuda.synchronize()
-    opts = nc.Options()
-    opts.zero_copy_min_bytes = 0  # symmetric windows alone (zero_copy.py: both)
-    g = dist.new_group(list(range(ctx.world)), backend="nccl_core", pg_options=opts)
+    g = dist.new_group(list(range(ctx.world)), backend="nccl_core")
     base_live = nc._C._mem_live_bytes()
     salt = 0
     for dtype in DTYPES:
