@@ -31,8 +31,8 @@ SIZES = [512 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20, 64 <
 
 def checked(name: str, x: torch.Tensor, call, rank: int, world: int) -> bool:
     """One call on fresh data: every element must be the sum of the ranks' values."""
-    x.copy_(torch.arange(x.numel(), device=x.device, dtype=torch.float32).remainder_(97)
-            + rank)
+    # Counted in int64: float32 cannot count past 2**24 elements.
+    x.copy_(torch.arange(x.numel(), device=x.device).remainder_(97) + rank)
     call()
     torch.cuda.synchronize()
     want = (torch.arange(x.numel(), device=x.device, dtype=torch.float64).remainder_(97)
