@@ -8,6 +8,7 @@
 #include "memory/allocator.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "util/host_profile.h"
 
 namespace nccl_core::fast {
 
@@ -116,10 +117,14 @@ void Engine::follow(cudaStream_t stream, int device) {
 
 bool Engine::all_reduce(Communicator& comm, const void* in, void* out, size_t count,
                         ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream) {
+  host_profile::Timer prof;
   if (!reducible(type, op) || !ready(comm, count * types::element_size(type), stream)) {
     return false;
   }
-  return launch_reduce(shared_, in, count, out, count, 0, type, op, stream);
+  prof.mark(host_profile::kReady);
+  bool launched = launch_reduce(shared_, in, count, out, count, 0, type, op, stream);
+  prof.mark(host_profile::kLaunch);
+  return launched;
 }
 
 bool Engine::reduce_scatter(Communicator& comm, const void* in, void* out, size_t count,

@@ -15,8 +15,10 @@ struct Counter {
 
 std::array<Counter, kPhases> g_counters;
 
-constexpr const char* kNames[kPhases] = {"setup",   "work",   "guard", "enqueue",
-                                            "epilogue", "record", "watch", "wait"};
+constexpr const char* kNames[kPhases] = {"setup",  "work",  "guard", "enqueue",
+                                            "epilogue", "record", "watch", "wait",
+                                            "(enqueue: fast-path checks)",
+                                            "(enqueue: kernel launch)"};
 
 }  // namespace
 

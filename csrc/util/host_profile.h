@@ -22,6 +22,9 @@ enum Phase : int {
   kRecord,   // the end event
   kWatch,    // handing the work to the watchdog
   kWait,     // Work::wait, which torch calls after every plain call
+  // Parts of kEnqueue, timed on their own (not in the sum of the above):
+  kReady,    // the fast path's checks: eligible, scratch window, stream order
+  kLaunch,   // the fast path's kernel launch
   kPhases
 };
 
