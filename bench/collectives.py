@@ -15,9 +15,9 @@ the data it moved.  Rank 0 writes results.json, results.md and a plot.
 from __future__ import annotations
 
 import argparse
-import faulthandler
 import json
 import os
+import sys
 import time
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
@@ -300,20 +300,14 @@ def main() -> None:
         if wrong:
             print(f"WRONG RESULTS: {wrong}", flush=True)
     dist.barrier(group=ctrl)
-    # Runs of this script have been cut off by their timeout after the last
-    # result was written: the teardown did not return.  One group at a time,
-    # each named, with every thread's stack dumped if one takes over a minute,
-    # shows which backend's shutdown it is (bench/NOTES.md section 8).
-    faulthandler.dump_traceback_later(60, exit=False)
-    for name, group in (("nccl", nccl_group), ("gloo ctrl", ctrl), ("default", None)):
-        t0 = time.perf_counter()
-        dist.destroy_process_group(group)
-        if rank == 0:
-            print(f"destroyed the {name} group in {time.perf_counter() - t0:.2f} s", flush=True)
-    faulthandler.cancel_dump_traceback_later()
-    if wrong:
-        raise SystemExit(1)
-
+    # Every result is written.  The teardown is skipped: destroying backend
+    # nccl's group after the CUDA-graph step never returns on torch 2.11 /
+    # NCCL 2.28.9 (the stack dump of an earlier run showed every rank inside
+    # the destroy of the nccl group, the first one torn down;
+    # pytorch/pytorch#115388).  nccl_core's own teardown after graphs is
+    # covered by the GPU suite.
+    sys.stdout.flush()
+    os._exit(1 if wrong else 0)
 
 if __name__ == "__main__":
     main()
