@@ -21,26 +21,12 @@ import json
 import torch
 import torch.distributed as dist
 
-from sidebyside import gpu_seconds, init_side_by_side
+from sidebyside import best_of_rounds, checked_sum, init_side_by_side, ratio_table
 
 import nccl_core_backend as nc
 
 SIZES = [512 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20, 16 << 20, 32 << 20, 64 << 20,
          128 << 20, 256 << 20]
-
-
-def checked(name: str, x: torch.Tensor, call, rank: int, world: int) -> bool:
-    """One call on fresh data: every element must be the sum of the ranks' values."""
-    # Counted in int64: float32 cannot count past 2**24 elements.
-    x.copy_(torch.arange(x.numel(), device=x.device).remainder_(97) + rank)
-    call()
-    torch.cuda.synchronize()
-    want = (torch.arange(x.numel(), device=x.device, dtype=torch.float64).remainder_(97)
-            * world + world * (world - 1) / 2)
-    ok = bool(torch.equal(x.double(), want))
-    if not ok:
-        print(f"rank {rank}: WRONG {name} at {x.numel() * 4} bytes", flush=True)
-    return ok
 
 
 def group(**settings):
@@ -79,29 +65,19 @@ def main() -> None:
             x = nc.torch.empty(n, device=device) if nccl_memory else torch.empty(n, device=device)
             paths[name] = (x, lambda x=x, g=g: dist.all_reduce(x, group=g))
         for name, (x, call) in paths.items():
-            ok &= checked(name, x, call, rank, world)
+            ok &= checked_sum(name, x, call, rank, world)
         iters = int(max(10, min(300, 1e9 / size)))
         row = {"bytes": size}
-        for _ in range(3):
-            for name, (x, call) in paths.items():
-                us = gpu_seconds(call, iters, warmup=3, barrier=True) * 1e6
-                row[name] = min(us, row.get(name, us))
+        row.update(best_of_rounds({k: call for k, (_, call) in paths.items()}, iters))
         rows.append(row)
         if rank == 0:
             print(json.dumps(row), flush=True)
         del plain, paths
         torch.cuda.synchronize()
     if rank == 0:
-        names = [k for k in rows[0] if k != "bytes"]
         print(f"world={world} torch={torch.__version__} nccl={nc.nccl_version()}")
         print("GPU µs per float32 SUM all_reduce (ratio: nccl plain / path, higher is faster)")
-        print("| bytes | " + " | ".join(names) + " |")
-        print("|---:|" + "---:|" * len(names))
-        for r in rows:
-            base = r["nccl plain"]
-            cells = [f"{r[k]:.1f}" + ("" if k == "nccl plain" else f" ({base / r[k]:.2f})")
-                     for k in names]
-            print(f"| {r['bytes']} | " + " | ".join(cells) + " |")
+        print("\n".join(ratio_table(rows, "nccl plain")))
         if args.out:
             with open(args.out, "w") as f:
                 json.dump({"world": world, "rows": rows}, f, indent=1)

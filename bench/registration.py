@@ -27,26 +27,12 @@ import json
 import torch
 import torch.distributed as dist
 
-from sidebyside import gpu_seconds, init_side_by_side
+from sidebyside import best_of_rounds, checked_sum, init_side_by_side, ratio_table
 
 import nccl_core_backend as nc
 
 SIZES = [8 << 10, 32 << 10, 128 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20, 8 << 20,
          16 << 20, 32 << 20, 64 << 20]
-
-
-def checked(name: str, x: torch.Tensor, call, rank: int, world: int) -> bool:
-    """One call on fresh data: every element must be the sum of the ranks' values."""
-    x.copy_(torch.arange(x.numel(), device=x.device, dtype=torch.float32).remainder_(97)
-            + rank)
-    call()
-    torch.cuda.synchronize()
-    want = (torch.arange(x.numel(), device=x.device, dtype=torch.float64).remainder_(97)
-            * world + world * (world - 1) / 2)
-    ok = bool(torch.equal(x.double(), want))
-    if not ok:
-        print(f"rank {rank}: WRONG {name} at {x.numel() * 4} bytes", flush=True)
-    return ok
 
 
 def main() -> None:
@@ -73,13 +59,10 @@ def main() -> None:
         if handles[1] is None:
             del paths["raw window"]
         for name, (x, call) in paths.items():
-            ok &= checked(name, x, call, rank, world)
+            ok &= checked_sum(name, x, call, rank, world)
         iters = int(max(20, min(500, 2e9 / size)))
         row = {"bytes": size}
-        for _ in range(3):
-            for name, (x, call) in paths.items():
-                us = gpu_seconds(call, iters, warmup=5, barrier=True) * 1e6
-                row[name] = min(us, row.get(name, us))
+        row.update(best_of_rounds({k: call for k, (_, call) in paths.items()}, iters, warmup=5))
         rows.append(row)
         torch.cuda.synchronize()
         for h in handles:
@@ -87,16 +70,9 @@ def main() -> None:
                 h.close()
         del plain, mem, paths
     if rank == 0:
-        names = [k for k in rows[0] if k != "bytes"]
         print(f"world={world} torch={torch.__version__} nccl={nc.nccl_version()}")
         print("GPU µs per all_reduce (ratio: nccl plain / path, higher is faster)")
-        print("| bytes | " + " | ".join(names) + " |")
-        print("|---:|" + "---:|" * len(names))
-        for r in rows:
-            base = r["nccl plain"]
-            cells = [f"{r[k]:.1f}" + ("" if k == "nccl plain" else f" ({base / r[k]:.2f})")
-                     for k in names if k in r]
-            print(f"| {r['bytes']} | " + " | ".join(cells) + " |")
+        print("\n".join(ratio_table(rows, "nccl plain")))
         if args.out:
             with open(args.out, "w") as f:
                 json.dump({"world": world, "rows": rows}, f, indent=1)

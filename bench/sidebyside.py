@@ -39,3 +39,39 @@ def gpu_seconds(fn, iters: int, warmup: int = 1, barrier: bool = False) -> float
     end.record()
     end.synchronize()
     return start.elapsed_time(end) / 1e3 / iters
+
+
+def checked_sum(name: str, x: torch.Tensor, call, rank: int, world: int) -> bool:
+    """One all_reduce (SUM) `call` on fresh data in float32 `x`: True when every
+    element is the sum of the ranks' values (the pattern counts in int64:
+    float32 stops at 2**24 elements)."""
+    x.copy_(torch.arange(x.numel(), device=x.device).remainder_(97) + rank)
+    call()
+    torch.cuda.synchronize()
+    want = (torch.arange(x.numel(), device=x.device, dtype=torch.float64).remainder_(97)
+            * world + world * (world - 1) / 2)
+    ok = bool(torch.equal(x.double(), want))
+    if not ok:
+        print(f"rank {rank}: WRONG {name} at {x.numel() * 4} bytes", flush=True)
+    return ok
+
+
+def best_of_rounds(calls: dict, iters: int, rounds: int = 3, warmup: int = 3) -> dict:
+    """GPU µs per call of each named call, best of `rounds` that alternate them."""
+    best: dict = {}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            us = gpu_seconds(call, iters, warmup=warmup, barrier=True) * 1e6
+            best[name] = min(us, best.get(name, us))
+    return best
+
+
+def ratio_table(rows: list, base: str) -> list:
+    """Markdown lines: µs per path and size, each with its ratio base / path."""
+    names = [k for k in rows[0] if k != "bytes"]
+    lines = ["| bytes | " + " | ".join(names) + " |", "|---:|" + "---:|" * len(names)]
+    for r in rows:
+        cells = [f"{r[k]:.1f}" + ("" if k == base else f" ({r[base] / r[k]:.2f})")
+                 for k in names if k in r]
+        lines.append(f"| {r['bytes']} | " + " | ".join(cells) + " |")
+    return lines
