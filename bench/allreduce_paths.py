@@ -21,7 +21,7 @@ import json
 import torch
 import torch.distributed as dist
 
-from sidebyside import best_of_rounds, checked_sum, init_side_by_side, ratio_table
+from sidebyside import best_of_rounds, checked_sum, init_side_by_side, report
 
 import nccl_core_backend as nc
 
@@ -74,20 +74,12 @@ def main() -> None:
             print(json.dumps(row), flush=True)
         del plain, paths
         torch.cuda.synchronize()
-    if rank == 0:
-        print(f"world={world} torch={torch.__version__} nccl={nc.nccl_version()}")
-        print("GPU µs per float32 SUM all_reduce (ratio: nccl plain / path, higher is faster)")
-        print("\n".join(ratio_table(rows, "nccl plain")))
-        if args.out:
-            with open(args.out, "w") as f:
-                json.dump({"world": world, "rows": rows}, f, indent=1)
-    flags = [None] * world
-    dist.all_gather_object(flags, ok)
+    all_ok = report(rows, "GPU µs per float32 SUM all_reduce", args.out, ok)
     for name, (g, _) in groups.items():
         if g is not dist.group.WORLD:
             dist.destroy_process_group(g)
     dist.destroy_process_group()
-    if not all(flags):
+    if not all_ok:
         raise SystemExit("wrong results")
 
 

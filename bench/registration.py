@@ -22,12 +22,11 @@ automatic use.
 from __future__ import annotations
 
 import argparse
-import json
 
 import torch
 import torch.distributed as dist
 
-from sidebyside import best_of_rounds, checked_sum, init_side_by_side, ratio_table
+from sidebyside import best_of_rounds, checked_sum, init_side_by_side, report
 
 import nccl_core_backend as nc
 
@@ -69,17 +68,9 @@ def main() -> None:
             if h is not None:
                 h.close()
         del plain, mem, paths
-    if rank == 0:
-        print(f"world={world} torch={torch.__version__} nccl={nc.nccl_version()}")
-        print("GPU µs per all_reduce (ratio: nccl plain / path, higher is faster)")
-        print("\n".join(ratio_table(rows, "nccl plain")))
-        if args.out:
-            with open(args.out, "w") as f:
-                json.dump({"world": world, "rows": rows}, f, indent=1)
-    flags = [None] * world
-    dist.all_gather_object(flags, ok)
+    all_ok = report(rows, "GPU µs per all_reduce", args.out, ok)
     dist.destroy_process_group()
-    if not all(flags):
+    if not all_ok:
         raise SystemExit("wrong results")
 
 

@@ -75,3 +75,23 @@ def ratio_table(rows: list, base: str) -> list:
                  for k in names if k in r]
         lines.append(f"| {r['bytes']} | " + " | ".join(cells) + " |")
     return lines
+
+
+def report(rows: list, title: str, out: str | None, ok: bool) -> bool:
+    """Rank 0 prints the ratio table against "nccl plain" (and writes `out`);
+    returns whether every rank's checks passed."""
+    import json
+
+    import nccl_core_backend as nc
+
+    world = dist.get_world_size()
+    if dist.get_rank() == 0:
+        print(f"world={world} torch={torch.__version__} nccl={nc.nccl_version()}")
+        print(f"{title} (ratio: nccl plain / path, higher is faster)")
+        print("\n".join(ratio_table(rows, "nccl plain")))
+        if out:
+            with open(out, "w") as f:
+                json.dump({"world": world, "rows": rows}, f, indent=1)
+    flags = [None] * world
+    dist.all_gather_object(flags, ok)
+    return all(flags)
