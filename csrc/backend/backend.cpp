@@ -134,6 +134,9 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   }
   device_ = device;
   comm_ = std::move(comm);
+  if (fast_) {
+    watchdog_->follow(fast_->progress(), comm_, [this] { return options_->timeout; });
+  }
   if (!getBoundDeviceId()) {
     setBoundDeviceId(device);
   }

@@ -65,6 +65,18 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
     for (auto& t : outputs) {
       work->outputs.push_back(std::move(t));
     }
+    // A plain call on the caller's stream that the fast path takes reports its
+    // own completion (fast/progress.h): no end event, and the watchdog follows
+    // the group's progress instead of this work.  Not under capture (replays
+    // report nothing), nor with a timeout of its own or blocking wait.
+    fast::Engine* reporter = fast_path();
+    if (reporter != nullptr && on_current && !capturing && !options_->blocking_wait &&
+        call.timeout == c10d::kUnsetTimeout) {
+      reporter->arm();
+    } else {
+      reporter = nullptr;
+    }
+    uint64_t ticket = 0;  // of the call, once the fast path has launched it
     prof.mark(hp::kWork);
     {
       c10::cuda::CUDAStreamGuard on_stream(stream);
@@ -75,9 +87,13 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       try {
         fn(*comm, stream.stream(), *work);
       } catch (...) {
+        if (reporter != nullptr) {
+          reporter->take_ticket();  // disarm: nothing was launched
+        }
         guard.rethrow_if_expired();
         throw;
       }
+      ticket = reporter != nullptr ? reporter->take_ticket() : 0;
       prof.mark(hp::kEnqueue);
       guard.rethrow_if_expired();
       if (!coalescing_) {
@@ -90,6 +106,11 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       return work;
     }
     destroy_redops();
+    if (ticket != 0) {
+      work->track_on_device(reporter->progress(), ticket, stream.stream());
+      prof.mark(hp::kRecord);
+      return work;
+    }
     work->record_end(stream);
     prof.mark(hp::kRecord);
     if (!work->captured) {

@@ -8,6 +8,7 @@
 #include "backend/errors.h"
 #include "backend/work.h"
 #include "comm/communicator.h"
+#include "fast/progress.h"
 #include "nccl/api.h"
 
 namespace nccl_core {
@@ -40,6 +41,53 @@ void Watchdog::watch(c10::intrusive_ptr<Work> work,
   entries_.push_back(Entry{std::move(work), std::move(comm)});
 }
 
+void Watchdog::follow(std::shared_ptr<fast::Progress> progress,
+                      std::shared_ptr<Communicator> comm,
+                      std::function<std::chrono::milliseconds()> timeout) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  progress_ = std::move(progress);
+  progress_comm_ = std::move(comm);
+  progress_timeout_ = std::move(timeout);
+  since_ = std::chrono::steady_clock::now();
+}
+
+bool Watchdog::check_progress(std::chrono::steady_clock::time_point now) {
+  std::shared_ptr<fast::Progress> progress;
+  std::shared_ptr<Communicator> comm;
+  std::function<std::chrono::milliseconds()> timeout_of;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    progress = progress_;
+    comm = progress_comm_;
+    timeout_of = progress_timeout_;
+  }
+  if (!progress) {
+    return true;
+  }
+  uint64_t done = progress->done();
+  if (done != last_done_ || progress->idle()) {
+    last_done_ = done;
+    since_ = now;  // progress, or nothing pending: the clock starts again
+    return true;
+  }
+  auto timeout = timeout_of();
+  if (timeout.count() <= 0 || now - since_ <= timeout) {
+    return true;
+  }
+  const char* outcome = abort_on_error_
+                            ? "; communicator aborted"
+                            : "; communicator kept for recovery (shrink_group with SHRINK_ABORT)";
+  fail_all("nccl_core: a collective on the fast path (call " + std::to_string(done + 1) +
+               " of the group's plain calls) timed out after " +
+               std::to_string(timeout.count()) + " ms" + outcome,
+           abort_on_error_);
+  if (abort_on_error_ && comm) {
+    comm->abort();  // ends the kernel waiting in its barrier
+  }
+  since_ = now;
+  return false;
+}
+
 size_t Watchdog::pending() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return entries_.size();
@@ -47,6 +95,9 @@ size_t Watchdog::pending() const {
 
 bool Watchdog::drained() const {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (progress_ && !progress_->idle()) {
+    return false;
+  }
   for (const auto& e : entries_) {
     if (e.work->exception() == nullptr && !e.work->gpu_done()) {
       return false;
@@ -76,6 +127,9 @@ void Watchdog::run() {
 }
 
 void Watchdog::sweep() {
+  if (!check_progress(std::chrono::steady_clock::now())) {
+    return;
+  }
   std::vector<Entry> snapshot;
   {
     std::lock_guard<std::mutex> lock(mutex_);

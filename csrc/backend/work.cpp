@@ -8,6 +8,7 @@
 
 #include "backend/errors.h"
 #include "comm/communicator.h"
+#include "fast/progress.h"
 #include "util/host_profile.h"
 
 namespace nccl_core {
@@ -31,8 +32,27 @@ void Work::record_end(const c10::cuda::CUDAStream& stream) {
   recorded = true;
 }
 
+void Work::track_on_device(std::shared_ptr<fast::Progress> progress, uint64_t ticket,
+                           cudaStream_t stream) {
+  progress_ = std::move(progress);
+  ticket_ = ticket;
+  stream_ = stream;
+}
+
+void Work::record_late() {
+  if (progress_ && !recorded) {
+    // Everything the op enqueued is before this point of its stream.
+    end_event_.record(c10::cuda::getStreamFromExternal(stream_, device_.index()));
+    recorded = true;
+  }
+}
+
 bool Work::gpu_done() {
   if (done_.load(std::memory_order_acquire)) {
+    return true;
+  }
+  if (progress_ && progress_->done() >= ticket_) {
+    done_.store(true, std::memory_order_release);
     return true;
   }
   if (!recorded || captured) {
@@ -97,10 +117,14 @@ void Work::release_tensors() {
 }
 
 void Work::blockCurrentStream() {
+  auto current = at::cuda::getCurrentCUDAStream(device_.index());
+  if (progress_ && current.stream() == stream_) {
+    return;  // the op ran on this stream: order is implied
+  }
+  record_late();
   NCCL_CORE_CHECK_STATE(recorded,
               "nccl_core: wait() on an operation inside an unfinished "
               "coalescing block; wait on the work that ends the block");
-  auto current = at::cuda::getCurrentCUDAStream(device_.index());
   if (current.stream() != stream_) {  // on the op's own stream, order is implied
     end_event_.block(current);
   }
@@ -173,6 +197,7 @@ c10::intrusive_ptr<c10::ivalue::Future> Work::getFuture() {
   }
   // The future's CUDA events must mark this op's end: complete it from a
   // side stream that waits on our end event.
+  record_late();
   auto side = at::cuda::getStreamFromPool(false, device_.index());
   end_event_.block(side);
   c10::cuda::CUDAStreamGuard guard(side);

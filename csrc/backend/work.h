@@ -23,6 +23,9 @@
 namespace nccl_core {
 
 class Communicator;
+namespace fast {
+class Progress;
+}
 
 class Work : public c10d::Work {
  public:
@@ -50,6 +53,11 @@ class Work : public c10d::Work {
   // --- used by the backend and the watchdog ---------------------------
   // Records the end event on `stream`: the op is now fully enqueued.
   void record_end(const c10::cuda::CUDAStream& stream);
+  // Instead of an end event: the op's kernel reports `ticket` to `progress`
+  // when done (a plain fast-path call on `stream`, the caller's).  An event
+  // is recorded only if a wait from another stream or a future needs one.
+  void track_on_device(std::shared_ptr<fast::Progress> progress, uint64_t ticket,
+                       cudaStream_t stream);
   // True once the GPU has passed the end event (never during capture).
   bool gpu_done();
   // Runs and clears `epilogue` (on the current stream: the backend's).
@@ -74,6 +82,8 @@ class Work : public c10d::Work {
   // Blocks the CPU until the end event, an error, or the timeout.
   void wait_on_host(std::chrono::milliseconds timeout);
   void rethrow_if_failed() const;
+  // A device-tracked op's end event, recorded on its stream on first need.
+  void record_late();
 
   const uint64_t seq_;
   const at::Device device_;
@@ -84,6 +94,8 @@ class Work : public c10d::Work {
   PooledEvent end_event_;
   cudaStream_t stream_ = nullptr;  // where the end event was recorded
   std::atomic<bool> done_{false};
+  std::shared_ptr<fast::Progress> progress_;  // set: tracked by its kernel
+  uint64_t ticket_ = 0;
   std::mutex future_mutex_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };

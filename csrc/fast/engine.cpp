@@ -52,7 +52,7 @@ void Engine::set_up(Communicator& comm, cudaStream_t stream) {
   // which may be before ours: the zeros must land before we register.
   NCCL_CORE_CUDA_CHECK(cudaMemsetAsync(scratch_.data_ptr(), 0, bytes, stream));
   NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(stream));
-  epoch_ = at::zeros({2}, at::TensorOptions().dtype(at::kLong).device(at::kCUDA, comm.device()));
+  epoch_ = at::zeros({3}, at::TensorOptions().dtype(at::kLong).device(at::kCUDA, comm.device()));
   window_ = Window::create(self, scratch_.data_ptr(), bytes, 0, scratch_.storage());
   if (!window_) {
     disabled_ = true;  // no windows on this system: the same on every rank
@@ -69,6 +69,7 @@ void Engine::set_up(Communicator& comm, cudaStream_t stream) {
     s.window[r] = static_cast<char*>(*p);
   }
   s.epoch = reinterpret_cast<unsigned long long*>(epoch_.data_ptr<int64_t>());
+  s.done = progress_->device_word();
   s.abort = comm.abort_flag();
   s.half = half;
   s.nranks = comm.nranks();
@@ -93,7 +94,25 @@ bool Engine::ready(Communicator& comm, size_t staged, cudaStream_t stream) {
   }
   follow(stream, comm.device());
   calls_.fetch_add(1, std::memory_order_relaxed);
+  ticket_ = armed_ ? progress_->next() : 0;
+  armed_ = false;
   return true;
+}
+
+uint64_t Engine::take_ticket() {
+  armed_ = false;
+  uint64_t t = ticket_;
+  ticket_ = 0;
+  return t;
+}
+
+bool Engine::settle(bool launched) {
+  if (launched && ticket_ != 0) {
+    progress_->commit(ticket_);  // from here the watchdog expects it done
+  } else {
+    ticket_ = 0;  // nothing runs that would report it
+  }
+  return launched;
 }
 
 void Engine::follow(cudaStream_t stream, int device) {
@@ -122,9 +141,9 @@ bool Engine::all_reduce(Communicator& comm, const void* in, void* out, size_t co
     return false;
   }
   prof.mark(host_profile::kReady);
-  bool launched = launch_reduce(shared_, in, count, out, count, 0, type, op, stream);
+  bool ok = launch_reduce(shared_, in, count, out, count, 0, type, op, ticket_, stream);
   prof.mark(host_profile::kLaunch);
-  return launched;
+  return settle(ok);
 }
 
 bool Engine::reduce_scatter(Communicator& comm, const void* in, void* out, size_t count,
@@ -133,7 +152,8 @@ bool Engine::reduce_scatter(Communicator& comm, const void* in, void* out, size_
   if (!reducible(type, op) || !ready(comm, n * count * types::element_size(type), stream)) {
     return false;
   }
-  return launch_reduce(shared_, in, n * count, out, count, comm.rank() * count, type, op, stream);
+  return settle(launch_reduce(shared_, in, n * count, out, count, comm.rank() * count, type, op,
+                            ticket_, stream));
 }
 
 bool Engine::all_gather(Communicator& comm, const void* in, void* out, size_t bytes,
@@ -141,8 +161,8 @@ bool Engine::all_gather(Communicator& comm, const void* in, void* out, size_t by
   if (!ready(comm, bytes, stream)) {
     return false;
   }
-  launch_copy(shared_, in, bytes, out, bytes, 0, 0, comm.nranks(), stream);
-  return true;
+  launch_copy(shared_, in, bytes, out, bytes, 0, 0, comm.nranks(), ticket_, stream);
+  return settle(true);
 }
 
 bool Engine::all_to_all(Communicator& comm, const void* in, void* out, size_t bytes,
@@ -151,8 +171,9 @@ bool Engine::all_to_all(Communicator& comm, const void* in, void* out, size_t by
   if (!ready(comm, n * bytes, stream)) {
     return false;
   }
-  launch_copy(shared_, in, n * bytes, out, bytes, comm.rank() * bytes, 0, comm.nranks(), stream);
-  return true;
+  launch_copy(shared_, in, n * bytes, out, bytes, comm.rank() * bytes, 0, comm.nranks(), ticket_,
+              stream);
+  return settle(true);
 }
 
 bool Engine::broadcast(Communicator& comm, void* buf, size_t bytes, int root,
@@ -161,11 +182,11 @@ bool Engine::broadcast(Communicator& comm, void* buf, size_t bytes, int root,
     return false;
   }
   if (comm.rank() == root) {
-    launch_copy(shared_, buf, bytes, buf, bytes, 0, root, 0, stream);
+    launch_copy(shared_, buf, bytes, buf, bytes, 0, root, 0, ticket_, stream);
   } else {
-    launch_copy(shared_, nullptr, 0, buf, bytes, 0, root, 1, stream);
+    launch_copy(shared_, nullptr, 0, buf, bytes, 0, root, 1, ticket_, stream);
   }
-  return true;
+  return settle(true);
 }
 
 }  // namespace nccl_core::fast

@@ -22,6 +22,7 @@
 #include <memory>
 
 #include "fast/kernels.h"
+#include "fast/progress.h"
 
 namespace nccl_core {
 
@@ -32,7 +33,9 @@ namespace fast {
 
 class Engine {
  public:
-  explicit Engine(size_t max_bytes) : max_bytes_(max_bytes) {}
+  // On the group's device (the progress word is allocated here).
+  explicit Engine(size_t max_bytes)
+      : max_bytes_(max_bytes), progress_(std::make_shared<Progress>()) {}
 
   // Each runs the call on `stream` and returns true when it is eligible;
   // false, with nothing enqueued, otherwise.  `op` is the ncclRedOp_t the
@@ -51,6 +54,14 @@ class Engine {
   // Calls that took the path so far.
   uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
 
+  // Completion reports: after arm(), the next call that takes the path gets
+  // a ticket its kernel stores in progress() when done (not under capture:
+  // the caller arms only outside it).  take_ticket() returns that ticket, or
+  // 0 when the call went elsewhere, and disarms.
+  void arm() { armed_ = true; }
+  uint64_t take_ticket();
+  const std::shared_ptr<Progress>& progress() const { return progress_; }
+
  private:
   // The group qualifies, `staged` bytes fit, and the scratch window is ready.
   bool ready(Communicator& comm, size_t staged, cudaStream_t stream);
@@ -59,6 +70,8 @@ class Engine {
   // Calls share the scratch window and its epochs, so they must run one after
   // another: a call on another stream than the last one first waits for it.
   void follow(cudaStream_t stream, int device);
+  // After a launch attempt: commits the call's ticket if it was launched.
+  bool settle(bool launched);
 
   const size_t max_bytes_;
   int reachable_ = -1;  // -1 unknown, 0 no, 1 yes (a property of the group)
@@ -68,6 +81,9 @@ class Engine {
   at::Tensor epoch_;
   Shared shared_{};
   std::atomic<uint64_t> calls_{0};
+  std::shared_ptr<Progress> progress_;
+  bool armed_ = false;
+  uint64_t ticket_ = 0;  // of the call being launched, then until taken
   cudaStream_t last_stream_ = nullptr;
   at::cuda::CUDAEvent switch_event_{cudaEventDisableTiming};
 };

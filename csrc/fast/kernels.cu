@@ -46,10 +46,23 @@ __device__ __forceinline__ void begin(const Shared& s, BlockState& st) {
 
 // The last block to leave cannot be ahead of a block that has not read the
 // counters yet: every block reads them before it signals its first barrier.
-__device__ __forceinline__ void end(const Shared& s, const BlockState& st) {
+// The last block to finish also reports the call's ticket to the host.
+__device__ __forceinline__ void end(const Shared& s, const BlockState& st,
+                                    unsigned long long ticket) {
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     s.epoch[0] = st.barriers;
     s.epoch[1] = st.call;
+  }
+  __syncthreads();  // this block's stores are issued
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&s.epoch[2], 1ull) == gridDim.x - 1) {
+      s.epoch[2] = 0;  // the next call starts after this kernel: no race
+      if (ticket != 0) {
+        __threadfence_system();
+        SystemWord(*s.done).store(ticket, cuda::memory_order_release);
+      }
+    }
   }
 }
 
@@ -144,7 +157,8 @@ __device__ void reduce_range(const Shared& s, const BlockState& st, size_t src_o
 template <class T, int Op, bool Vec>
 __global__ void __launch_bounds__(kThreads)
     reduce_kernel(Shared s, const char* in, size_t in_bytes, T* out, size_t count,
-                  size_t src_offset, size_t chunk, typename Acc<T>::type scale) {
+                  size_t src_offset, size_t chunk, typename Acc<T>::type scale,
+                  unsigned long long ticket) {
   __shared__ BlockState st;
   begin(s, st);
   copy_bytes(half_of(s, s.rank, st), in, in_bytes);
@@ -170,12 +184,12 @@ __global__ void __launch_bounds__(kThreads)
                  half_of(s, p, st) + plo * unit_bytes, (phi - plo) * unit_bytes);
     }
   }
-  end(s, st);
+  end(s, st, ticket);
 }
 
 __global__ void __launch_bounds__(kThreads)
     copy_kernel(Shared s, const char* in, size_t in_bytes, char* out, size_t bytes,
-                size_t src_offset, int first_peer, int npeers) {
+                size_t src_offset, int first_peer, int npeers, unsigned long long ticket) {
   __shared__ BlockState st;
   begin(s, st);
   copy_bytes(half_of(s, s.rank, st), in, in_bytes);
@@ -186,7 +200,7 @@ __global__ void __launch_bounds__(kThreads)
     copy_bytes(out + static_cast<size_t>(q) * bytes, half_of(s, first_peer + q, st) + src_offset,
                bytes);
   }
-  end(s, st);
+  end(s, st, ticket);
 }
 
 bool aligned16(uintptr_t v) { return (v & 15) == 0; }
@@ -199,7 +213,8 @@ constexpr size_t kTwoShotBytes = size_t(1) << 20;
 }  // namespace
 
 bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, size_t count,
-                   size_t src_offset, ncclDataType_t type, int op, cudaStream_t stream) {
+                   size_t src_offset, ncclDataType_t type, int op, uint64_t ticket,
+                   cudaStream_t stream) {
   bool launched = false;
   visit_type(type, [&](auto tt) {
     using T = typename decltype(tt)::type;
@@ -223,11 +238,11 @@ bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, 
       if (vec) {
         reduce_kernel<T, Op, true><<<kBlocks, kThreads, 0, stream>>>(
             s, bytes_in, in_count * sizeof(T), static_cast<T*>(out), count, src_offset, chunk,
-            scale);
+            scale, ticket);
       } else {
         reduce_kernel<T, Op, false><<<kBlocks, kThreads, 0, stream>>>(
             s, bytes_in, in_count * sizeof(T), static_cast<T*>(out), count, src_offset, chunk,
-            scale);
+            scale, ticket);
       }
     });
   });
@@ -238,10 +253,10 @@ bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, 
 }
 
 void launch_copy(const Shared& s, const void* in, size_t in_bytes, void* out, size_t bytes,
-                 size_t src_offset, int first, int npeers, cudaStream_t stream) {
+                 size_t src_offset, int first, int npeers, uint64_t ticket, cudaStream_t stream) {
   copy_kernel<<<kBlocks, kThreads, 0, stream>>>(s, static_cast<const char*>(in), in_bytes,
                                                 static_cast<char*>(out), bytes, src_offset,
-                                                first, npeers);
+                                                first, npeers, ticket);
   NCCL_CORE_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -20,6 +20,7 @@
 #include <nccl.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace nccl_core::fast {
 
@@ -34,7 +35,9 @@ constexpr size_t kFlagBytes = sizeof(unsigned long long) * kMaxRanks * kBlocks;
 // it too).
 struct Shared {
   char* window[kMaxRanks];     // each rank's copy of the scratch window
-  unsigned long long* epoch;   // [barriers crossed, calls made] (device memory)
+  // [barriers crossed, calls made, blocks finished in this call] (device memory)
+  unsigned long long* epoch;
+  unsigned long long* done;    // the last finished ticket (host-mapped, progress.h)
   const volatile int* abort;   // the communicator's abort flag (host-mapped)
   size_t half;                 // bytes in each data half
   int nranks;
@@ -47,8 +50,10 @@ struct Shared {
 //   reduce_scatter: in_count = count * nranks, src_offset = rank * count
 // op: ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg (floating types).
 // False (nothing launched) for a type or op the kernels do not cover.
+// `ticket` (0: none) is stored in s.done once every block of the call is done.
 bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, size_t count,
-                   size_t src_offset, ncclDataType_t type, int op, cudaStream_t stream);
+                   size_t src_offset, ncclDataType_t type, int op, uint64_t ticket,
+                   cudaStream_t stream);
 
 // For peers p in [first, first + npeers): out[(p - first) * bytes + j] =
 // rank p's staged input at byte src_offset + j, j < bytes, after every rank
@@ -57,6 +62,6 @@ bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, 
 //   all_to_all:  in_bytes = bytes * nranks, first 0,    npeers nranks, src rank * bytes
 //   broadcast:   root stages; others read first = root, npeers 1
 void launch_copy(const Shared& s, const void* in, size_t in_bytes, void* out, size_t bytes,
-                 size_t src_offset, int first, int npeers, cudaStream_t stream);
+                 size_t src_offset, int first, int npeers, uint64_t ticket, cudaStream_t stream);
 
 }  // namespace nccl_core::fast

@@ -254,6 +254,75 @@ def fast_path_missing_rank_aborts_cleanly(ctx):
 
 
 @case()
+def fast_path_missing_rank_plain_call_times_out(ctx):
+    """A plain call on the fast path reports its own completion (no end event,
+    no work for the watchdog): the watchdog's progress check must still time
+    it out when a peer never comes, and the abort must end its kernel."""
+    if ctx.world < 2:
+        raise Skip("needs two ranks")
+    g = _group(ctx, timeout=datetime.timedelta(seconds=4))
+    t = torch.ones(16, device=ctx.device)
+    dist.all_reduce(t, group=g)  # every rank: sets the fast path up
+    torch.cuda.synchronize(ctx.device)
+    if ctx.rank == 0:
+        t0 = time.time()
+        dist.all_reduce(t, group=g)  # returns at once; its kernel waits on the GPU
+        if g._get_backend(ctx.device)._pending_works() != 0:
+            fail("a plain fast-path call left a work for the watchdog")
+
+        def later_call_fails():
+            while time.time() - t0 < 30:
+                time.sleep(0.5)
+                dist.all_reduce(t, group=g)  # raises once the group has failed
+            raise AssertionError("no timeout after 30 s")
+
+        expect_raises(dist.DistBackendError, later_call_fails, "timed out")
+        torch.cuda.synchronize(ctx.device)  # the kernels ended
+        assert time.time() - t0 < 4 + 10, f"took {time.time() - t0:.1f}s"
+    sanity(ctx)
+
+
+@case()
+def fast_path_plain_call_work_without_end_event(ctx):
+    """The Work of a plain fast-path call (ProcessGroup.allreduce with
+    asyncOp=False) has no end event: is_completed, wait from another stream,
+    and its future still follow the kernel's own report."""
+    w, d = ctx.world, ctx.device
+    g = _group(ctx)
+    before = _taken(ctx, g)
+    inputs = [make(ctx, q, torch.float32, n=1031, salt=77) for q in range(w)]
+    t = inputs[ctx.rank].to(d)
+    opts = dist.AllreduceOptions()
+    opts.asyncOp = False
+    work = g.allreduce([t], opts)
+    work.wait()
+    _expect_taken(ctx, g, before + 1, "a plain call through ProcessGroup.allreduce")
+    if g._get_backend(d)._pending_works() != 0:
+        fail("a plain fast-path call left a work for the watchdog")
+    torch.cuda.synchronize(d)
+    deadline = time.time() + 10
+    while not work.is_completed():
+        if time.time() > deadline:
+            fail("is_completed() stayed False after the stream synchronized")
+            break
+        time.sleep(0.01)
+    check(t, reduce_ref(inputs, "SUM", torch.float32), torch.float32, "SUM", w, "plain work")
+    # From another stream, wait() must order that stream after the kernel.
+    u = inputs[ctx.rank].to(d)
+    work2 = g.allreduce([u], opts)
+    side = torch.cuda.Stream(device=d)
+    with torch.cuda.stream(side):
+        work2.wait()
+        v = u * 2
+    fut = work2.get_future()
+    fut.wait()
+    torch.cuda.synchronize(d)
+    check(v, 2 * reduce_ref(inputs, "SUM", torch.float32), torch.float32, "SUM", w,
+          "read on another stream after wait()")
+    dist.destroy_process_group(g)
+
+
+@case()
 def fast_path_on_by_default_and_ordered_across_streams(ctx):
     """A group created with no options takes the fast path up to 256 KiB (or
     NCCL_CORE_FAST_PATH_MAX_BYTES).  A plain `dist.all_reduce` runs on the
