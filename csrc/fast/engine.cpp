@@ -37,10 +37,8 @@ size_t round16(size_t v) { return (v + 15) / 16 * 16; }
 }  // namespace
 
 bool Engine::whole_group_reachable(Communicator& comm) {
-  if (reachable_ < 0) {
-    reachable_ = comm.nranks() > 1 && comm.nranks() <= kMaxRanks && comm.lsa_spans_all();
-  }
-  return reachable_ == 1;
+  // lsa_spans_all() is cached by the communicator: an atomic load per call.
+  return comm.nranks() > 1 && comm.nranks() <= kMaxRanks && comm.lsa_spans_all();
 }
 
 void Engine::set_up(Communicator& comm, cudaStream_t stream) {

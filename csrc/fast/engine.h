@@ -74,7 +74,6 @@ class Engine {
   bool settle(bool launched);
 
   const size_t max_bytes_;
-  int reachable_ = -1;  // -1 unknown, 0 no, 1 yes (a property of the group)
   bool disabled_ = false;
   std::shared_ptr<Window> window_;
   at::Tensor scratch_;
