@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "fast/launcher.h"
 #include "nccl/api.h"
 #include "util/reduce.cuh"
 
@@ -236,28 +237,24 @@ bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, 
       constexpr int Op = decltype(ot)::value;
       const char* bytes_in = static_cast<const char*>(in);
       if (vec) {
-        reduce_kernel<T, Op, true><<<kBlocks, kThreads, 0, stream>>>(
-            s, bytes_in, in_count * sizeof(T), static_cast<T*>(out), count, src_offset, chunk,
-            scale, ticket);
+        launch_kernel<reduce_kernel<T, Op, true>>(kBlocks, kThreads, stream, s, bytes_in,
+                                                  in_count * sizeof(T), static_cast<T*>(out),
+                                                  count, src_offset, chunk, scale, ticket);
       } else {
-        reduce_kernel<T, Op, false><<<kBlocks, kThreads, 0, stream>>>(
-            s, bytes_in, in_count * sizeof(T), static_cast<T*>(out), count, src_offset, chunk,
-            scale, ticket);
+        launch_kernel<reduce_kernel<T, Op, false>>(kBlocks, kThreads, stream, s, bytes_in,
+                                                   in_count * sizeof(T), static_cast<T*>(out),
+                                                   count, src_offset, chunk, scale, ticket);
       }
     });
   });
-  if (launched) {
-    NCCL_CORE_CUDA_CHECK(cudaGetLastError());
-  }
   return launched;
 }
 
 void launch_copy(const Shared& s, const void* in, size_t in_bytes, void* out, size_t bytes,
                  size_t src_offset, int first, int npeers, uint64_t ticket, cudaStream_t stream) {
-  copy_kernel<<<kBlocks, kThreads, 0, stream>>>(s, static_cast<const char*>(in), in_bytes,
-                                                static_cast<char*>(out), bytes, src_offset,
-                                                first, npeers, ticket);
-  NCCL_CORE_CUDA_CHECK(cudaGetLastError());
+  launch_kernel<copy_kernel>(kBlocks, kThreads, stream, s, static_cast<const char*>(in),
+                             in_bytes, static_cast<char*>(out), bytes, src_offset, first, npeers,
+                             ticket);
 }
 
 }  // namespace nccl_core::fast

@@ -5,26 +5,11 @@
 
 #include <mutex>
 
-#include "nccl/api.h"
+#include "nccl/driver.h"
 
 namespace nccl_core::vmm {
 
 namespace {
-
-// Driver entry points through the runtime, so the extension needs no
-// libcuda link of its own.
-template <class Fn>
-Fn* driver_entry(const char* name) {
-  void* fn = nullptr;
-  cudaDriverEntryPointQueryResult status{};
-  NCCL_CORE_CUDA_CHECK(cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault,
-                                                        &status));
-  if (fn == nullptr || status != cudaDriverEntryPointSuccess) {
-    throw NcclError(ncclUnhandledCudaError,
-                    std::string("CUDA driver entry point ") + name + " is unavailable");
-  }
-  return reinterpret_cast<Fn*>(fn);
-}
 
 using RetainFn = CUresult CUDAAPI(CUmemGenericAllocationHandle*, void*);
 using ReleaseFn = CUresult CUDAAPI(CUmemGenericAllocationHandle);
@@ -37,9 +22,9 @@ struct Driver {
 };
 
 const Driver& driver() {
-  static const Driver d{driver_entry<RetainFn>("cuMemRetainAllocationHandle"),
-                        driver_entry<ReleaseFn>("cuMemRelease"),
-                        driver_entry<RangeFn>("cuMemGetAddressRange")};
+  static const Driver d{api::driver_entry<RetainFn>("cuMemRetainAllocationHandle"),
+                        api::driver_entry<ReleaseFn>("cuMemRelease"),
+                        api::driver_entry<RangeFn>("cuMemGetAddressRange")};
   return d;
 }
 
