@@ -27,6 +27,13 @@ struct Args {
 
 __global__ void empty_kernel() {}
 
+// Keeps the stream busy for about `cycles` GPU clocks.
+__global__ void spin_kernel(long long cycles) {
+  long long start = clock64();
+  while (clock64() - start < cycles) {
+  }
+}
+
 __global__ void args_kernel(Args a) {
   if (a.rank < 0) a.window[0][threadIdx.x] = 0;  // keeps the argument alive
 }
@@ -45,13 +52,15 @@ void check(CUresult e, const char* what) {
   }
 }
 
-template <class Fn>
-double us_per_call(Fn fn, cudaStream_t stream) {
+// `before` runs ahead of each timed batch, outside the timing.
+template <class Fn, class Before>
+double us_per_call(Fn fn, cudaStream_t stream, Before before) {
   constexpr int kBatch = 500, kBatches = 40;
   for (int i = 0; i < 200; ++i) fn();
   check(cudaStreamSynchronize(stream), "sync");
   std::vector<double> per;
   for (int b = 0; b < kBatches; ++b) {
+    before();
     auto t0 = std::chrono::steady_clock::now();
     for (int i = 0; i < kBatch; ++i) fn();
     auto t1 = std::chrono::steady_clock::now();
@@ -60,6 +69,11 @@ double us_per_call(Fn fn, cudaStream_t stream) {
   }
   std::sort(per.begin(), per.end());
   return per[per.size() / 2];
+}
+
+template <class Fn>
+double us_per_call(Fn fn, cudaStream_t stream) {
+  return us_per_call(fn, stream, [] {});
 }
 
 }  // namespace
@@ -84,6 +98,11 @@ int main(int argc, char** argv) {
   row("empty kernel <<<1, 32>>>", us_per_call([&] { empty_kernel<<<1, 32, 0, stream>>>(); }, stream));
   row("kernel <<<16, 512>>>, 200-byte argument",
       us_per_call([&] { args_kernel<<<16, 512, 0, stream>>>(args); }, stream));
+  // A launch queued behind unfinished work, as in a loop whose GPU waits for
+  // the slowest rank (each batch of 500 queues behind ~20 ms of spinning).
+  row("same, queued behind a running kernel",
+      us_per_call([&] { args_kernel<<<16, 512, 0, stream>>>(args); }, stream,
+                  [&] { spin_kernel<<<1, 1, 0, stream>>>(40'000'000); }));
   row("cudaLaunchKernel, same",
       us_per_call([&] {
         check(cudaLaunchKernel(reinterpret_cast<const void*>(args_kernel), dim3(16), dim3(512),
