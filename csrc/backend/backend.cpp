@@ -136,6 +136,10 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   comm_ = std::move(comm);
   if (fast_) {
     watchdog_->follow(fast_->progress(), comm_, [this] { return options_->timeout; });
+    // NCCL's abort unmaps the scratch window: our kernels leave it first.
+    comm_->before_abort([progress = fast_->progress()] {
+      progress->stop_kernels(std::chrono::seconds(2));
+    });
   }
   if (!getBoundDeviceId()) {
     setBoundDeviceId(device);

@@ -65,16 +65,15 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
     for (auto& t : outputs) {
       work->outputs.push_back(std::move(t));
     }
-    // A plain call on the caller's stream that the fast path takes reports its
-    // own completion (fast/progress.h): no end event, and the watchdog follows
-    // the group's progress instead of this work.  Not under capture (replays
-    // report nothing), nor with a timeout of its own or blocking wait.
-    fast::Engine* reporter = fast_path();
-    if (reporter != nullptr && on_current && !capturing && !options_->blocking_wait &&
-        call.timeout == c10d::kUnsetTimeout) {
-      reporter->arm();
-    } else {
-      reporter = nullptr;
+    // Fast-path kernels launched outside capture report when they leave
+    // (fast/progress.h; replays of a captured one report nothing).  A plain
+    // call on the caller's stream relies on that report: no end event, and
+    // the watchdog follows the group's progress instead of this work; not
+    // with a timeout of its own or blocking wait.
+    fast::Engine* reporter = capturing ? nullptr : fast_path();
+    if (reporter != nullptr) {
+      reporter->arm(on_current && !options_->blocking_wait &&
+                    call.timeout == c10d::kUnsetTimeout);
     }
     uint64_t ticket = 0;  // of the call, once the fast path has launched it
     prof.mark(hp::kWork);

@@ -65,7 +65,7 @@ bool Watchdog::check_progress(std::chrono::steady_clock::time_point now) {
     return true;
   }
   uint64_t done = progress->done();
-  if (done != last_done_ || progress->idle()) {
+  if (done != last_done_ || !progress->tracked_pending()) {
     last_done_ = done;
     since_ = now;  // progress, or nothing pending: the clock starts again
     return true;

@@ -119,6 +119,11 @@ const volatile int* Communicator::abort_flag() {
   return abort_flag_device_;
 }
 
+void Communicator::before_abort(std::function<void()> drain) {
+  std::lock_guard<std::mutex> lock(before_abort_mutex_);
+  before_abort_.push_back(std::move(drain));
+}
+
 ncclUniqueId Communicator::new_unique_id() {
   ncclUniqueId id;
   NCCL_CORE_CHECK(nullptr, ncclGetUniqueId(&id));
@@ -491,8 +496,21 @@ void Communicator::abort() noexcept {
     }
     state_ = State::Aborted;
   }
-  // Our own waiting kernels first: NCCL's abort may wait for the device.
+  // Our own waiting kernels first: NCCL's abort may wait for the device,
+  // and it unmaps windows that they may still be using.
   raise_abort_flag();
+  std::vector<std::function<void()>> drains;
+  {
+    std::lock_guard<std::mutex> lock(before_abort_mutex_);
+    drains.swap(before_abort_);
+  }
+  for (auto& drain : drains) {
+    try {
+      drain();
+    } catch (...) {
+      // abort goes on: a failed drain cannot be helped here
+    }
+  }
   int previous = -1;
   (void)cudaGetDevice(&previous);
   (void)cudaSetDevice(device_);

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -132,6 +133,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // ncclCommAbort, so such a kernel ends instead of spinning forever (NCCL
   // does the same for its own kernels).  Allocated at the first request.
   const volatile int* abort_flag();
+  // `drain` runs in abort(), after the abort flag is up and before
+  // ncclCommAbort: a user of memory that NCCL maps (the fast path's scratch
+  // window) waits there until its kernels have left that memory.
+  void before_abort(std::function<void()> drain);
 
  private:
   Communicator(ncclComm_t comm, int nranks, int rank, int device,
@@ -161,6 +166,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::mutex abort_flag_mutex_;
   std::atomic<int*> abort_flag_host_{nullptr};  // pinned, mapped
   const volatile int* abort_flag_device_ = nullptr;
+  std::mutex before_abort_mutex_;
+  std::vector<std::function<void()>> before_abort_;
 };
 
 } // namespace nccl_core

@@ -68,6 +68,7 @@ void Engine::set_up(Communicator& comm, cudaStream_t stream) {
   }
   s.epoch = reinterpret_cast<unsigned long long*>(epoch_.data_ptr<int64_t>());
   s.done = progress_->device_word();
+  s.stop = progress_->stop_word();
   s.abort = comm.abort_flag();
   s.half = half;
   s.nranks = comm.nranks();
@@ -93,23 +94,23 @@ bool Engine::ready(Communicator& comm, size_t staged, cudaStream_t stream) {
   follow(stream, comm.device());
   calls_.fetch_add(1, std::memory_order_relaxed);
   ticket_ = armed_ ? progress_->next() : 0;
-  armed_ = false;
   return true;
 }
 
 uint64_t Engine::take_ticket() {
+  uint64_t t = armed_ && track_ ? last_ticket_ : 0;
   armed_ = false;
-  uint64_t t = ticket_;
   ticket_ = 0;
+  last_ticket_ = 0;
   return t;
 }
 
 bool Engine::settle(bool launched) {
   if (launched && ticket_ != 0) {
-    progress_->commit(ticket_);  // from here the watchdog expects it done
-  } else {
-    ticket_ = 0;  // nothing runs that would report it
+    progress_->commit(ticket_, track_);  // from here its report is awaited
+    last_ticket_ = ticket_;
   }
+  ticket_ = 0;
   return launched;
 }
 

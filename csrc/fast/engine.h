@@ -54,11 +54,15 @@ class Engine {
   // Calls that took the path so far.
   uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
 
-  // Completion reports: after arm(), the next call that takes the path gets
-  // a ticket its kernel stores in progress() when done (not under capture:
-  // the caller arms only outside it).  take_ticket() returns that ticket, or
-  // 0 when the call went elsewhere, and disarms.
-  void arm() { armed_ = true; }
+  // Completion reports (progress.h): the backend arms the engine for each
+  // call made outside graph capture; every kernel such a call launches gets a
+  // ticket that it reports when it leaves.  `track`: the call's Work relies
+  // on the report instead of an end event.  take_ticket() disarms and
+  // returns the call's last ticket if tracked, else 0.
+  void arm(bool track) {
+    armed_ = true;
+    track_ = track;
+  }
   uint64_t take_ticket();
   const std::shared_ptr<Progress>& progress() const { return progress_; }
 
@@ -82,7 +86,9 @@ class Engine {
   std::atomic<uint64_t> calls_{0};
   std::shared_ptr<Progress> progress_;
   bool armed_ = false;
-  uint64_t ticket_ = 0;  // of the call being launched, then until taken
+  bool track_ = false;
+  uint64_t ticket_ = 0;       // of the kernel being launched
+  uint64_t last_ticket_ = 0;  // of the armed call's last launched kernel
   cudaStream_t last_stream_ = nullptr;
   at::cuda::CUDAEvent switch_event_{cudaEventDisableTiming};
 };

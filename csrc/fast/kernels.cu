@@ -36,21 +36,27 @@ __device__ __forceinline__ char* half_of(const Shared& s, int rank, const BlockS
   return s.window[rank] + kFlagBytes + (st.call & 1) * s.half;
 }
 
-__device__ __forceinline__ void begin(const Shared& s, BlockState& st) {
+// False when the communicator is being aborted (Progress::stop_kernels): the
+// call must leave before it touches the window, which NCCL's abort unmaps.
+__device__ __forceinline__ bool begin(const Shared& s, BlockState& st) {
   if (threadIdx.x == 0) {
     st.barriers = s.epoch[0];
     st.call = s.epoch[1] + 1;
-    st.stop = 0;
+    st.stop = *s.stop != 0;
   }
   __syncthreads();
+  return st.stop == 0;
 }
 
-// The last block to leave cannot be ahead of a block that has not read the
-// counters yet: every block reads them before it signals its first barrier.
-// The last block to finish also reports the call's ticket to the host.
-__device__ __forceinline__ void end(const Shared& s, const BlockState& st,
-                                    unsigned long long ticket) {
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
+// Every block calls this once, on every way out (done, or stopped by an
+// abort).  The last block to leave reports the call's ticket: from then on
+// the kernel touches neither the window nor the user's tensors.  Block 0
+// saves the counters of a completed call; the last block to leave cannot be
+// ahead of a block that has not read them yet, since every block reads them
+// before it signals its first barrier.
+__device__ __forceinline__ void leave(const Shared& s, const BlockState& st, bool completed,
+                                      unsigned long long ticket) {
+  if (completed && blockIdx.x == 0 && threadIdx.x == 0) {
     s.epoch[0] = st.barriers;
     s.epoch[1] = st.call;
   }
@@ -161,9 +167,13 @@ __global__ void __launch_bounds__(kThreads)
                   size_t src_offset, size_t chunk, typename Acc<T>::type scale,
                   unsigned long long ticket) {
   __shared__ BlockState st;
-  begin(s, st);
+  if (!begin(s, st)) {
+    leave(s, st, false, ticket);
+    return;
+  }
   copy_bytes(half_of(s, s.rank, st), in, in_bytes);
   if (!barrier(s, st)) {
+    leave(s, st, false, ticket);
     return;
   }
   size_t units = Vec ? count / (16 / sizeof(T)) : count;
@@ -175,6 +185,7 @@ __global__ void __launch_bounds__(kThreads)
     T* mine = reinterpret_cast<T*>(half_of(s, s.rank, st));
     reduce_range<T, Op, Vec>(s, st, 0, mine, lo, hi, scale);
     if (!barrier(s, st)) {
+      leave(s, st, false, ticket);
       return;
     }
     size_t unit_bytes = Vec ? 16 : sizeof(T);
@@ -185,23 +196,27 @@ __global__ void __launch_bounds__(kThreads)
                  half_of(s, p, st) + plo * unit_bytes, (phi - plo) * unit_bytes);
     }
   }
-  end(s, st, ticket);
+  leave(s, st, true, ticket);
 }
 
 __global__ void __launch_bounds__(kThreads)
     copy_kernel(Shared s, const char* in, size_t in_bytes, char* out, size_t bytes,
                 size_t src_offset, int first_peer, int npeers, unsigned long long ticket) {
   __shared__ BlockState st;
-  begin(s, st);
+  if (!begin(s, st)) {
+    leave(s, st, false, ticket);
+    return;
+  }
   copy_bytes(half_of(s, s.rank, st), in, in_bytes);
   if (!barrier(s, st)) {
+    leave(s, st, false, ticket);
     return;
   }
   for (int q = 0; q < npeers; ++q) {
     copy_bytes(out + static_cast<size_t>(q) * bytes, half_of(s, first_peer + q, st) + src_offset,
                bytes);
   }
-  end(s, st, ticket);
+  leave(s, st, true, ticket);
 }
 
 bool aligned16(uintptr_t v) { return (v & 15) == 0; }

@@ -38,6 +38,7 @@ struct Shared {
   // [barriers crossed, calls made, blocks finished in this call] (device memory)
   unsigned long long* epoch;
   unsigned long long* done;    // the last finished ticket (host-mapped, progress.h)
+  const unsigned long long* stop;  // nonzero: leave at once (device memory, progress.h)
   const volatile int* abort;   // the communicator's abort flag (host-mapped)
   size_t half;                 // bytes in each data half
   int nranks;
@@ -50,7 +51,8 @@ struct Shared {
 //   reduce_scatter: in_count = count * nranks, src_offset = rank * count
 // op: ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg (floating types).
 // False (nothing launched) for a type or op the kernels do not cover.
-// `ticket` (0: none) is stored in s.done once every block of the call is done.
+// `ticket` (0: none) is stored in s.done once every block of the call has
+// left, whether the call completed or was stopped by an abort.
 bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, size_t count,
                    size_t src_offset, ncclDataType_t type, int op, uint64_t ticket,
                    cudaStream_t stream);

@@ -2,29 +2,71 @@
 
 #include <cuda_runtime_api.h>
 
+#include <thread>
+
 #include "nccl/api.h"
 
 namespace nccl_core::fast {
 
 Progress::Progress() {
+  NCCL_CORE_CUDA_CHECK(cudaGetDevice(&device_index_));
   void* host = nullptr;
-  NCCL_CORE_CUDA_CHECK(cudaHostAlloc(&host, sizeof(unsigned long long),
+  NCCL_CORE_CUDA_CHECK(cudaHostAlloc(&host, 2 * sizeof(unsigned long long),
                                      cudaHostAllocMapped | cudaHostAllocPortable));
   host_ = static_cast<volatile unsigned long long*>(host);
-  *host_ = 0;
+  host_[0] = 0;
+  host_[1] = 1;
   void* dev = nullptr;
   cudaError_t err = cudaHostGetDevicePointer(&dev, host, 0);
+  void* stop = nullptr;
+  if (err == cudaSuccess) {
+    err = cudaMalloc(&stop, sizeof(unsigned long long));
+  }
+  if (err == cudaSuccess) {
+    err = cudaMemset(stop, 0, sizeof(unsigned long long));
+  }
   if (err != cudaSuccess) {
+    if (stop != nullptr) {
+      cudaFree(stop);
+    }
     cudaFreeHost(host);
-    api::cuda_check(err, "cudaHostGetDevicePointer");
+    api::cuda_check(err, "Progress: mapped ticket word and device stop word");
   }
   device_ = static_cast<unsigned long long*>(dev);
+  stop_ = static_cast<unsigned long long*>(stop);
 }
 
 Progress::~Progress() {
-  // Its holders (the engine, the watchdog, tracked works) let go after the
-  // backend drained or aborted the kernels that store here.
+  // Its holders (the engine, the watchdog, tracked works, the communicator's
+  // abort hook) let go after the backend drained or aborted the kernels that
+  // store here.
+  cudaFree(stop_);
   cudaFreeHost(const_cast<unsigned long long*>(host_));
+}
+
+void Progress::stop_kernels(std::chrono::milliseconds limit) noexcept {
+  if (idle()) {
+    return;  // nothing launched is left (nothing is launched after an abort)
+  }
+  int previous = -1;
+  (void)cudaGetDevice(&previous);
+  (void)cudaSetDevice(device_index_);
+  // A stream of its own: the copy must not queue behind a stuck kernel.
+  cudaStream_t side = nullptr;
+  if (cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking) == cudaSuccess) {
+    (void)cudaMemcpyAsync(stop_, const_cast<unsigned long long*>(host_ + 1),
+                          sizeof(unsigned long long), cudaMemcpyHostToDevice, side);
+    (void)cudaStreamSynchronize(side);
+    (void)cudaStreamDestroy(side);
+  }
+  (void)cudaGetLastError();  // a failure here must not surface in a later call
+  if (previous >= 0) {
+    (void)cudaSetDevice(previous);
+  }
+  auto deadline = std::chrono::steady_clock::now() + limit;
+  while (!idle() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
 }
 
 }  // namespace nccl_core::fast

@@ -1,36 +1,62 @@
-// How far the fast path's tracked calls have run, as their kernels report it:
-// the last kernel block of a tracked call stores the call's ticket in
-// host-mapped memory.  A plain call on the caller's stream then needs no end
-// event, and the watchdog sees a stalled call without one (Backend::launch).
+// How far the fast path's kernels have run, as they report it: the last
+// block of each call launched outside graph capture stores the call's ticket
+// in host-mapped memory, on every way out (done, or stopped by an abort).
+//   - A plain call on the caller's stream needs no end event, and the
+//     watchdog sees a stalled one without it (Backend::launch).
+//   - Before NCCL's abort unmaps the scratch window, stop_kernels() makes
+//     every launched kernel leave and waits for their reports: a kernel still
+//     queued then must not write into unmapped memory.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 
 namespace nccl_core::fast {
 
 class Progress {
  public:
-  Progress();  // on the current device
+  Progress();  // on the current device (the engine's)
   ~Progress();
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
-  // Where kernels store the ticket of the call they finish.
+  // Where kernels store the ticket of the call they finish, and the word
+  // they read first (nonzero: leave at once).
   unsigned long long* device_word() const { return device_; }
-  // The ticket the next tracked call gets, and its commit once launched
-  // (only the thread that issues the group's calls calls these).
+  const unsigned long long* stop_word() const { return stop_; }
+
+  // The ticket the next call gets, and its commit once launched; a tracked
+  // call's Work relies on the report (only the thread that issues the
+  // group's calls calls these).
   uint64_t next() const { return issued_.load(std::memory_order_relaxed) + 1; }
-  void commit(uint64_t ticket) { issued_.store(ticket, std::memory_order_release); }
-  // Tickets handed out, and the last one finished on the GPU.
-  uint64_t issued() const { return issued_.load(std::memory_order_acquire); }
+  void commit(uint64_t ticket, bool tracked) {
+    issued_.store(ticket, std::memory_order_release);
+    if (tracked) {
+      tracked_.store(ticket, std::memory_order_release);
+    }
+  }
+  // The last ticket finished on the GPU.
   uint64_t done() const { return *host_; }
-  bool idle() const { return done() >= issued(); }
+  // Every launched kernel has left.
+  bool idle() const { return done() >= issued_.load(std::memory_order_acquire); }
+  // A tracked call has not reported yet.
+  bool tracked_pending() const { return done() < tracked_.load(std::memory_order_acquire); }
+
+  // After the communicator's abort flag is up (running kernels leave at their
+  // next poll of it): raises the stop word for kernels not started yet, then
+  // waits until every launched kernel has left, at most `limit` (a kernel
+  // queued behind a hung NCCL kernel starts only after NCCL's abort; it then
+  // reads the stop word and leaves without touching the window).
+  void stop_kernels(std::chrono::milliseconds limit) noexcept;
 
  private:
-  volatile unsigned long long* host_ = nullptr;
-  unsigned long long* device_ = nullptr;
+  int device_index_ = -1;
+  volatile unsigned long long* host_ = nullptr;  // [done, 1 (the stop value)]
+  unsigned long long* device_ = nullptr;         // host_[0], as the GPU sees it
+  unsigned long long* stop_ = nullptr;           // device memory
   std::atomic<uint64_t> issued_{0};
+  std::atomic<uint64_t> tracked_{0};
 };
 
 }  // namespace nccl_core::fast
