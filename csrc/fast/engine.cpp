@@ -68,7 +68,7 @@ void Engine::set_up(Communicator& comm, cudaStream_t stream) {
   }
   s.epoch = reinterpret_cast<unsigned long long*>(epoch_.data_ptr<int64_t>());
   s.done = progress_->device_word();
-  s.stop = progress_->stop_word();
+  s.stop = progress_->stop_word(comm.device(), stream);
   s.abort = comm.abort_flag();
   s.half = half;
   s.nranks = comm.nranks();

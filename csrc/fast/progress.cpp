@@ -18,34 +18,31 @@ Progress::Progress() {
   host_[1] = 1;
   void* dev = nullptr;
   cudaError_t err = cudaHostGetDevicePointer(&dev, host, 0);
-  void* stop = nullptr;
-  if (err == cudaSuccess) {
-    err = cudaMalloc(&stop, sizeof(unsigned long long));
-  }
-  if (err == cudaSuccess) {
-    err = cudaMemset(stop, 0, sizeof(unsigned long long));
-  }
   if (err != cudaSuccess) {
-    if (stop != nullptr) {
-      cudaFree(stop);
-    }
     cudaFreeHost(host);
-    api::cuda_check(err, "Progress: mapped ticket word and device stop word");
+    api::cuda_check(err, "cudaHostGetDevicePointer");
   }
   device_ = static_cast<unsigned long long*>(dev);
-  stop_ = static_cast<unsigned long long*>(stop);
 }
 
 Progress::~Progress() {
   // Its holders (the engine, the watchdog, tracked works, the communicator's
   // abort hook) let go after the backend drained or aborted the kernels that
   // store here.
-  cudaFree(stop_);
   cudaFreeHost(const_cast<unsigned long long*>(host_));
 }
 
+const unsigned long long* Progress::stop_word(int device, cudaStream_t stream) {
+  if (!stop_.defined()) {
+    // From the caching allocator: a group's word costs no allocation of its own.
+    stop_ = at::empty({1}, at::TensorOptions().dtype(at::kLong).device(at::kCUDA, device));
+    NCCL_CORE_CUDA_CHECK(cudaMemsetAsync(stop_.data_ptr(), 0, sizeof(int64_t), stream));
+  }
+  return reinterpret_cast<const unsigned long long*>(stop_.data_ptr<int64_t>());
+}
+
 void Progress::stop_kernels(std::chrono::milliseconds limit) noexcept {
-  if (idle()) {
+  if (idle() || !stop_.defined()) {
     return;  // nothing launched is left (nothing is launched after an abort)
   }
   int previous = -1;
@@ -54,7 +51,7 @@ void Progress::stop_kernels(std::chrono::milliseconds limit) noexcept {
   // A stream of its own: the copy must not queue behind a stuck kernel.
   cudaStream_t side = nullptr;
   if (cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking) == cudaSuccess) {
-    (void)cudaMemcpyAsync(stop_, const_cast<unsigned long long*>(host_ + 1),
+    (void)cudaMemcpyAsync(stop_.data_ptr(), const_cast<unsigned long long*>(host_ + 1),
                           sizeof(unsigned long long), cudaMemcpyHostToDevice, side);
     (void)cudaStreamSynchronize(side);
     (void)cudaStreamDestroy(side);

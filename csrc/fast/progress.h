@@ -8,6 +8,9 @@
 //     queued then must not write into unmapped memory.
 #pragma once
 
+#include <ATen/ATen.h>
+#include <cuda_runtime_api.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -21,10 +24,11 @@ class Progress {
   Progress(const Progress&) = delete;
   Progress& operator=(const Progress&) = delete;
 
-  // Where kernels store the ticket of the call they finish, and the word
-  // they read first (nonzero: leave at once).
+  // Where kernels store the ticket of the call they finish.
   unsigned long long* device_word() const { return device_; }
-  const unsigned long long* stop_word() const { return stop_; }
+  // The word kernels read first (nonzero: leave at once), zeroed on `stream`
+  // at the first request (the engine's set-up, never under graph capture).
+  const unsigned long long* stop_word(int device, cudaStream_t stream);
 
   // The ticket the next call gets, and its commit once launched; a tracked
   // call's Work relies on the report (only the thread that issues the
@@ -54,7 +58,7 @@ class Progress {
   int device_index_ = -1;
   volatile unsigned long long* host_ = nullptr;  // [done, 1 (the stop value)]
   unsigned long long* device_ = nullptr;         // host_[0], as the GPU sees it
-  unsigned long long* stop_ = nullptr;           // device memory
+  at::Tensor stop_;                              // one word of device memory
   std::atomic<uint64_t> issued_{0};
   std::atomic<uint64_t> tracked_{0};
 };
