@@ -225,16 +225,23 @@ def fast_path_back_to_back_and_graphs(ctx):
     sanity(ctx)
 
 
-@case()
-def fast_path_missing_rank_aborts_cleanly(ctx):
-    """Rank 0's fast all_reduce waits for peers that never come: the watchdog
-    times it out, the abort flag ends the kernel, and the GPU is free again."""
+def _group_for_a_missing_rank(ctx):
+    """A group with a 4 s timeout whose fast path every rank has set up, and a
+    tensor for it: rank 0 then calls alone."""
     if ctx.world < 2:
         raise Skip("needs two ranks")
     g = _group(ctx, timeout=datetime.timedelta(seconds=4))
     t = torch.ones(16, device=ctx.device)
     dist.all_reduce(t, group=g)  # every rank: sets the fast path up
     torch.cuda.synchronize(ctx.device)
+    return g, t
+
+
+@case()
+def fast_path_missing_rank_aborts_cleanly(ctx):
+    """Rank 0's fast all_reduce waits for peers that never come: the watchdog
+    times it out, the abort flag ends the kernel, and the GPU is free again."""
+    g, t = _group_for_a_missing_rank(ctx)
     if ctx.rank == 0:
         t0 = time.time()
         work = dist.all_reduce(t, group=g, async_op=True)
@@ -258,12 +265,7 @@ def fast_path_missing_rank_plain_call_times_out(ctx):
     """A plain call on the fast path reports its own completion (no end event,
     no work for the watchdog): the watchdog's progress check must still time
     it out when a peer never comes, and the abort must end its kernel."""
-    if ctx.world < 2:
-        raise Skip("needs two ranks")
-    g = _group(ctx, timeout=datetime.timedelta(seconds=4))
-    t = torch.ones(16, device=ctx.device)
-    dist.all_reduce(t, group=g)  # every rank: sets the fast path up
-    torch.cuda.synchronize(ctx.device)
+    g, t = _group_for_a_missing_rank(ctx)
     if ctx.rank == 0:
         t0 = time.time()
         dist.all_reduce(t, group=g)  # returns at once; its kernel waits on the GPU
