@@ -87,7 +87,7 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
         fn(*comm, stream.stream(), *work);
       } catch (...) {
         if (reporter != nullptr) {
-          reporter->take_ticket();  // disarm: nothing was launched
+          reporter->take_ticket();  // disarm (a kernel it launched still reports)
         }
         guard.rethrow_if_expired();
         throw;
