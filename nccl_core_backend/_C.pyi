@@ -45,6 +45,9 @@ class Options(Backend.Options):
     blocking: bool
     fast_path_max_bytes: int
     symmetric_max_bytes: int
+    push_min_bytes: int
+    push_max_bytes: int
+    push_ctas: int
     cga_cluster_size: int
     min_ctas: int
     max_ctas: int

@@ -96,6 +96,13 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
     symmetric = _nonnegative_int(env, "NCCL_CORE_SYMMETRIC_MAX_BYTES")
     if symmetric is not None:
         out["symmetric_max_bytes"] = symmetric
+    for key in ("push_min_bytes", "push_max_bytes"):
+        value = _nonnegative_int(env, "NCCL_CORE_" + key.upper())
+        if value is not None:
+            out[key] = value
+    ctas = _positive_int(env, "NCCL_CORE_PUSH_CTAS")
+    if ctas is not None:
+        out["push_ctas"] = ctas
     period = _positive_int(env, "NCCL_CORE_WATCHDOG_MS")
     if period is not None:
         out["watchdog_interval"] = timedelta(milliseconds=period)

@@ -126,11 +126,15 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   watchdog_ = std::make_unique<Watchdog>(
       options_->watchdog_interval, options_->abort_on_error,
       [this](const std::string& msg) { record_error(msg); });
-  if (options_->fast_path_max_bytes > 0) {
-    fast_ = std::make_unique<fast::Engine>(options_->fast_path_max_bytes);
+  fast::PushConfig push{options_->push_min_bytes, options_->push_max_bytes,
+                        options_->push_ctas};
+  if (options_->fast_path_max_bytes > 0 || push.max_bytes > 0) {
+    fast_ = std::make_unique<fast::Engine>(options_->fast_path_max_bytes, push);
   }
-  if (options_->symmetric_max_bytes > 0) {
-    symmetric_ = std::make_unique<SymmetricCache>(options_->symmetric_max_bytes);
+  if (options_->symmetric_max_bytes > 0 || push.max_bytes > 0) {
+    symmetric_ = std::make_unique<SymmetricCache>(
+        options_->symmetric_max_bytes,
+        [push](size_t bytes) { return push.covers(bytes); });
   }
   device_ = device;
   comm_ = std::move(comm);

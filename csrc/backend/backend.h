@@ -132,6 +132,8 @@ class Backend : public c10d::Backend {
   bool has_communicator() const { return comm_ != nullptr; }
   // Calls that took the fast path so far (tests: proof that it ran).
   uint64_t fast_path_calls() const { return fast_ ? fast_->calls() : 0; }
+  // Of those, push all-reduces on NCCL memory (fast/push.h).
+  uint64_t push_calls() const { return fast_ ? fast_->push_calls() : 0; }
   // Symmetric windows registered automatically over NCCL memory (tests).
   size_t symmetric_windows() const { return symmetric_ ? symmetric_->windows() : 0; }
   // new_group: non-members take part in the parent's split with no color.
@@ -185,6 +187,10 @@ class Backend : public c10d::Backend {
   // The automatic symmetric windows, or nullptr (off, or inside a coalescing
   // block: no collective registration inside NCCL's group).
   SymmetricCache* symmetric() const { return coalescing_ ? nullptr : symmetric_.get(); }
+  // An all_reduce on NCCL memory: registers its allocation if due
+  // (symmetric.h), then runs the push all-reduce where it applies.  False:
+  // NCCL's turn.
+  bool pushed(Communicator& c, const Buf& b, ncclRedOp_t op, cudaStream_t s);
   std::chrono::milliseconds timeout_of(std::chrono::milliseconds t) const;
 
   c10::intrusive_ptr<c10d::Store> store_;
@@ -194,8 +200,10 @@ class Backend : public c10d::Backend {
   std::unique_ptr<at::cuda::CUDAEvent> ready_event_; // reused for stream sync
   std::optional<at::Device> device_;
   std::unique_ptr<Watchdog> watchdog_;
-  std::unique_ptr<fast::Engine> fast_;  // null unless fast_path_max_bytes > 0
-  std::unique_ptr<SymmetricCache> symmetric_;  // null unless symmetric_max_bytes > 0
+  // null unless fast_path_max_bytes or push_max_bytes > 0
+  std::unique_ptr<fast::Engine> fast_;
+  // null unless symmetric_max_bytes or push_max_bytes > 0
+  std::unique_ptr<SymmetricCache> symmetric_;
   std::mutex init_mutex_;
   std::atomic<uint64_t> seq_{0};
   uint64_t uid_counter_ = 0;

@@ -147,12 +147,31 @@ WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors,
                   if (f && f->all_reduce(c, b.ptr, b.ptr, b.count, b.type, op, s)) {
                     return;
                   }
-                  if (auto* y = symmetric()) {
-                    y->admit(c, b.ptr, b.count * types::element_size(b.type), s);
+                  if (pushed(c, b, op, s)) {
+                    return;
                   }
                   c.call(ncclAllReduce(b.ptr, b.ptr, b.count, b.type, op, c.get(), s),
                          "ncclAllReduce");
                 });
+}
+
+bool Backend::pushed(Communicator& c, const Buf& b, ncclRedOp_t op, cudaStream_t s) {
+  auto* y = symmetric();
+  if (y == nullptr) {
+    return false;
+  }
+  size_t bytes = b.count * types::element_size(b.type);
+  const auto* e = y->admit(c, b.ptr, bytes, s);
+  auto* f = fast_path();
+  if (e == nullptr || e->peers.empty() || f == nullptr) {
+    return false;  // NCCL's kernels (symmetric ones on a symmetric window)
+  }
+  char* peers[fast::kMaxRanks];
+  size_t offset = static_cast<char*>(b.ptr) - static_cast<char*>(e->base);
+  for (size_t r = 0; r < e->peers.size(); ++r) {
+    peers[r] = e->peers[r] + offset;
+  }
+  return f->all_reduce_pushed(c, peers, b.count, b.type, op, s);
 }
 
 WorkPtr Backend::allreduce_coalesced(

@@ -40,6 +40,15 @@ struct GroupOptions : c10d::Backend::Options {
   // 0 = off.  Above 8 MiB those kernels measured slower than NCCL's ring on
   // 4xH200 without NVLink SHARP (bench/NOTES.md section 8).
   size_t symmetric_max_bytes = 8 * 1024 * 1024;
+  // all_reduce calls of push_min_bytes..push_max_bytes whose tensor lies in
+  // NCCL memory run as one kernel of ours that pushes through NVLink
+  // (fast/push.h; the allocation is registered as a window once, with the
+  // same contract as above); 0 = off.  Staging costs up to
+  // (nranks - 1) / nranks of push_max_bytes, allocated at the first such call.
+  size_t push_min_bytes = 2 * 1024 * 1024;
+  size_t push_max_bytes = 64 * 1024 * 1024;
+  // Blocks (SMs) a push all_reduce runs on, at most (1..128).
+  int push_ctas = 32;
   CommConfig config;
 };
 

@@ -17,6 +17,9 @@ constexpr int kCollSymmetric = 0x1;  // NCCL_WIN_COLL_SYMMETRIC (2.27+)
 // past this many live windows the cache stops registering (the same call on
 // every rank, since every rank holds the same windows).
 constexpr size_t kMaxWindows = 64;
+// Larger allocations are not mapped for the push all-reduce: each window
+// takes its size of every peer's address space.
+constexpr size_t kMaxPushAllocation = size_t(2) << 30;
 
 }  // namespace
 
@@ -30,41 +33,55 @@ SymmetricCache::~SymmetricCache() {
   }
 }
 
-void SymmetricCache::admit(Communicator& comm, const void* ptr, size_t bytes,
-                           cudaStream_t stream) {
+const SymmetricCache::Entry* SymmetricCache::admit(Communicator& comm, const void* ptr,
+                                                    size_t bytes, cudaStream_t stream) {
   if (disabled_ || bytes == 0) {
-    return;
+    return nullptr;
   }
   if (!comm.lsa_spans_all()) {
-    disabled_ = true;  // NCCL's symmetric kernels need one NVLink domain
-    return;
+    disabled_ = true;  // both uses need one NVLink domain
+    return nullptr;
   }
   auto alloc = memory::find(ptr);
-  if (!alloc || alloc->size > max_bytes_ || alloc->device != comm.device()) {
-    return;
+  if (!alloc || alloc->device != comm.device()) {
+    return nullptr;
   }
   for (const auto& e : entries_) {
     if (e.base == alloc->base) {
-      return;  // the steady state: registered at an earlier call
+      return &e;  // the steady state: registered at an earlier call
     }
+  }
+  const bool symmetric = alloc->size <= max_bytes_;
+  if (!symmetric && !(pushes_(bytes) && alloc->size <= kMaxPushAllocation)) {
+    return nullptr;
   }
   // Registration is a collective host call: not while capturing a graph (every
   // rank captures the same calls, so none registers).
   if (at::cuda::currentStreamCaptureStatusMayInitCtx() != at::cuda::CaptureStatus::None) {
-    return;
+    return nullptr;
   }
   sweep(comm, stream);
   if (entries_.size() >= kMaxWindows) {
-    return;
+    return nullptr;
   }
   auto window = Window::create(comm.shared_from_this(), alloc->base, alloc->size,
-                               kCollSymmetric, c10::Storage());
+                               symmetric ? kCollSymmetric : 0, c10::Storage());
   if (!window) {
     disabled_ = true;  // no windows on this system
-    return;
+    return nullptr;
   }
   memory::pin(alloc->base);
-  entries_.push_back(Entry{alloc->base, alloc->size, std::move(window)});
+  Entry entry{alloc->base, alloc->size, std::move(window), {}};
+  for (int r = 0; r < comm.nranks(); ++r) {
+    auto p = entry.window->peer_pointer(r, 0);
+    if (!p) {
+      entry.peers.clear();  // not mapped everywhere: NCCL's kernels only
+      break;
+    }
+    entry.peers.push_back(static_cast<char*>(*p));
+  }
+  entries_.push_back(std::move(entry));
+  return &entries_.back();
 }
 
 void SymmetricCache::sweep(Communicator& comm, cudaStream_t stream) {

@@ -14,6 +14,11 @@
 // does).  A rank that breaks it waits in the registration until the group's
 // timeout, which fails the call; `symmetric_max_bytes = 0` turns it off.
 //
+// The same windows serve the push all-reduce (fast/push.h): its calls need
+// every rank's copy of the tensor.  Allocations above `max_bytes` are
+// registered for it too, at their first call it covers, as plain (not
+// symmetric) windows: NCCL's symmetric kernels lose to its ring there.
+//
 // A registered allocation is pinned (memory/allocator.h): when its tensor
 // dies it stays mapped until every rank has released it.  Each new
 // registration first agrees, with one small all_reduce, on the windows
@@ -24,6 +29,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -34,15 +40,28 @@ class Window;
 
 class SymmetricCache {
  public:
-  explicit SymmetricCache(size_t max_bytes) : max_bytes_(max_bytes) {}
+  // `pushes(bytes)`: the push all-reduce takes calls of that size.
+  SymmetricCache(size_t max_bytes, std::function<bool(size_t)> pushes)
+      : max_bytes_(max_bytes), pushes_(std::move(pushes)) {}
   ~SymmetricCache();
   SymmetricCache(const SymmetricCache&) = delete;
   SymmetricCache& operator=(const SymmetricCache&) = delete;
 
-  // Before NCCL reads or writes [ptr, ptr + bytes) in a collective on
-  // `stream`: registers the NCCL allocation holding it if it is not yet.
-  // Does nothing for other memory, larger allocations, or under capture.
-  void admit(Communicator& comm, const void* ptr, size_t bytes, cudaStream_t stream);
+  // Where every rank maps one registered allocation.
+  struct Entry {
+    void* base;
+    size_t size;
+    std::shared_ptr<Window> window;
+    std::vector<char*> peers;  // each rank's copy of [base, base + size)
+  };
+
+  // Before a collective reads or writes [ptr, ptr + bytes) on `stream`:
+  // registers the NCCL allocation holding it if it is not yet and qualifies
+  // (at most max_bytes, or a call size the push all-reduce takes).  Returns
+  // its entry once registered; nullptr for other memory, allocations that do
+  // not qualify, or under capture before registration.  The entry lives
+  // until the next admit().
+  const Entry* admit(Communicator& comm, const void* ptr, size_t bytes, cudaStream_t stream);
 
   // Windows registered now.
   size_t windows() const { return entries_.size(); }
@@ -52,15 +71,11 @@ class SymmetricCache {
   void clear();
 
  private:
-  struct Entry {
-    void* base;
-    size_t size;
-    std::shared_ptr<Window> window;
-  };
   // Deregisters the windows whose memory every rank has released.
   void sweep(Communicator& comm, cudaStream_t stream);
 
   const size_t max_bytes_;
+  const std::function<bool(size_t)> pushes_;
   bool disabled_ = false;  // NCCL registers no windows here (same on every rank)
   std::vector<Entry> entries_;  // registration order: the same on every rank
 };

@@ -91,9 +91,81 @@ bool Engine::ready(Communicator& comm, size_t staged, cudaStream_t stream) {
   if (disabled_) {
     return false;
   }
+  start_call(comm, stream);
+  return true;
+}
+
+void Engine::start_call(Communicator& comm, cudaStream_t stream) {
   follow(stream, comm.device());
   calls_.fetch_add(1, std::memory_order_relaxed);
   ticket_ = armed_ ? progress_->next() : 0;
+}
+
+bool Engine::push_ready(Communicator& comm, size_t bytes, cudaStream_t stream) {
+  if (push_disabled_ || !whole_group_reachable(comm)) {
+    return false;
+  }
+  // Staging for the largest call so far, in powers of two up to the limit,
+  // so that a program's few sizes cost a few re-creations at most.
+  size_t want = push_staging_bytes(bytes, comm.nranks());
+  if (push_window_ && push_window_->is_valid() && push_capacity_ >= want) {
+    return true;
+  }
+  if (at::cuda::currentStreamCaptureStatusMayInitCtx() != at::cuda::CaptureStatus::None) {
+    return false;  // every rank captures the same calls: all go to NCCL
+  }
+  size_t size = size_t(1) << 20;
+  while (size < bytes) {
+    size *= 2;
+  }
+  size_t capacity = push_staging_bytes(size < push_.max_bytes ? size : push_.max_bytes,
+                                       comm.nranks());
+  capacity = capacity < want ? want : capacity;
+  if (push_window_ && push_window_->is_valid()) {
+    // Earlier pushes on this group may still use it: they run in call order.
+    follow(stream, comm.device());
+    NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    push_window_->close();
+  }
+  push_window_.reset();
+  push_staging_ = at::Tensor();
+  push_capacity_ = 0;
+  auto self = comm.shared_from_this();
+  push_staging_ = memory::empty({static_cast<int64_t>(capacity)}, at::kByte, comm.device(), false);
+  // Peers raise our flags as soon as their first push runs: zeros first.
+  NCCL_CORE_CUDA_CHECK(cudaMemsetAsync(push_staging_.data_ptr(), 0, kPushFlagBytes, stream));
+  if (!push_counters_.defined()) {
+    push_counters_ = at::zeros({kPushMaxBlocks + 1},
+                               at::TensorOptions().dtype(at::kLong).device(at::kCUDA, comm.device()));
+  }
+  NCCL_CORE_CUDA_CHECK(cudaMemsetAsync(push_counters_.data_ptr(), 0,
+                                       push_counters_.nbytes(), stream));
+  NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  push_window_ = Window::create(self, push_staging_.data_ptr(), capacity, 0,
+                                push_staging_.storage());
+  if (!push_window_) {
+    push_disabled_ = true;  // no windows on this system: the same on every rank
+    return false;
+  }
+  PushShared s{};
+  for (int r = 0; r < comm.nranks(); ++r) {
+    auto p = push_window_->peer_pointer(r, 0);
+    if (!p) {
+      push_window_->close();  // reachability is symmetric: every rank sees a gap
+      push_window_.reset();
+      push_disabled_ = true;
+      return false;
+    }
+    s.staging[r] = static_cast<char*>(*p);
+  }
+  s.calls = reinterpret_cast<unsigned long long*>(push_counters_.data_ptr<int64_t>());
+  s.done = progress_->device_word();
+  s.stop = progress_->stop_word(comm.device(), stream);
+  s.abort = comm.abort_flag();
+  s.nranks = comm.nranks();
+  s.rank = comm.rank();
+  push_shared_ = s;
+  push_capacity_ = capacity;
   return true;
 }
 
@@ -143,6 +215,22 @@ bool Engine::all_reduce(Communicator& comm, const void* in, void* out, size_t co
   bool ok = launch_reduce(shared_, in, count, out, count, 0, type, op, ticket_, stream);
   prof.mark(host_profile::kLaunch);
   return settle(ok);
+}
+
+bool Engine::all_reduce_pushed(Communicator& comm, char* const* peers, size_t count,
+                               ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream) {
+  size_t bytes = count * types::element_size(type);
+  if (!push_.covers(bytes) || !push_covers(peers[comm.rank()], bytes, type, op) ||
+      !push_ready(comm, bytes, stream)) {
+    return false;
+  }
+  start_call(comm, stream);
+  push_calls_.fetch_add(1, std::memory_order_relaxed);
+  for (int r = 0; r < comm.nranks(); ++r) {
+    push_shared_.data[r] = peers[r];
+  }
+  launch_push(push_shared_, count, type, op, push_.ctas, ticket_, stream);
+  return settle(true);
 }
 
 bool Engine::reduce_scatter(Communicator& comm, const void* in, void* out, size_t count,

@@ -10,6 +10,10 @@
 // window is created at the first eligible call, which every rank reaches
 // together; a first eligible call under CUDA graph capture goes to NCCL
 // instead (no allocation or registration may happen while capturing).
+//
+// The engine also runs the push all-reduce of larger calls on NCCL memory
+// (push.h), which the backend offers only for tensors the peers map; its
+// kernels share the engine's call order and completion reports.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -23,6 +27,7 @@
 
 #include "fast/kernels.h"
 #include "fast/progress.h"
+#include "fast/push.h"
 
 namespace nccl_core {
 
@@ -31,11 +36,21 @@ class Window;
 
 namespace fast {
 
+// The push all-reduce (push.h) on NCCL memory: calls of [min_bytes,
+// max_bytes] on at most `ctas` blocks; max_bytes 0 = off.
+struct PushConfig {
+  size_t min_bytes = 0;
+  size_t max_bytes = 0;
+  int ctas = 32;
+  bool covers(size_t bytes) const { return max_bytes > 0 && bytes >= min_bytes && bytes <= max_bytes; }
+};
+
 class Engine {
  public:
   // On the group's device (the progress word is allocated here).
-  explicit Engine(size_t max_bytes)
-      : max_bytes_(max_bytes), progress_(std::make_shared<Progress>()) {}
+  // `max_bytes`: the largest staged call (0: none).
+  Engine(size_t max_bytes, PushConfig push)
+      : max_bytes_(max_bytes), push_(push), progress_(std::make_shared<Progress>()) {}
 
   // Each runs the call on `stream` and returns true when it is eligible;
   // false, with nothing enqueued, otherwise.  `op` is the ncclRedOp_t the
@@ -50,9 +65,17 @@ class Engine {
   bool all_to_all(Communicator& comm, const void* in, void* out, size_t bytes,
                   cudaStream_t stream);
   bool broadcast(Communicator& comm, void* buf, size_t bytes, int root, cudaStream_t stream);
+  // All-reduce in place by pushing (push.h): `peers[r]` is rank r's copy of
+  // the tensor at `peers[rank]`, mapped through a window.  The staging
+  // window is created, or grown, at the first call that needs it (every rank
+  // makes the same calls), never under graph capture.
+  bool all_reduce_pushed(Communicator& comm, char* const* peers, size_t count,
+                         ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream);
+  const PushConfig& push_config() const { return push_; }
 
-  // Calls that took the path so far.
+  // Calls that took the path so far, staged and pushed; pushed ones alone.
   uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
+  uint64_t push_calls() const { return push_calls_.load(std::memory_order_relaxed); }
 
   // Completion reports (progress.h): the backend arms the engine for each
   // call made outside graph capture; every kernel such a call launches gets a
@@ -74,6 +97,10 @@ class Engine {
   // Calls share the scratch window and its epochs, so they must run one after
   // another: a call on another stream than the last one first waits for it.
   void follow(cudaStream_t stream, int device);
+  // The staging window holds `bytes` for this group (made, or remade larger).
+  bool push_ready(Communicator& comm, size_t bytes, cudaStream_t stream);
+  // Counts the call, orders it after the last one, draws its ticket.
+  void start_call(Communicator& comm, cudaStream_t stream);
   // After a launch attempt: commits the call's ticket if it was launched.
   bool settle(bool launched);
 
@@ -84,6 +111,14 @@ class Engine {
   at::Tensor epoch_;
   Shared shared_{};
   std::atomic<uint64_t> calls_{0};
+  const PushConfig push_;
+  std::shared_ptr<Window> push_window_;
+  at::Tensor push_staging_;
+  at::Tensor push_counters_;  // PushShared::calls
+  size_t push_capacity_ = 0;  // bytes of push_staging_
+  bool push_disabled_ = false;
+  PushShared push_shared_{};
+  std::atomic<uint64_t> push_calls_{0};
   std::shared_ptr<Progress> progress_;
   bool armed_ = false;
   bool track_ = false;

@@ -42,6 +42,24 @@ void bind_backend(py::module_& m) {
                      "register the allocation as a symmetric window once, so NCCL can use "
                      "its symmetric kernels; every rank must then pass NCCL memory for such "
                      "a call (default 8 MiB); 0 = off")
+      .def_readwrite("push_min_bytes", &GroupOptions::push_min_bytes,
+                     "Smallest all_reduce on NCCL memory that runs as nccl_core's push "
+                     "kernel over NVLink (default 2 MiB)")
+      .def_readwrite("push_max_bytes", &GroupOptions::push_max_bytes,
+                     "Largest all_reduce on NCCL memory that runs as nccl_core's push kernel "
+                     "(default 64 MiB); its staging costs up to (nranks - 1) / nranks of "
+                     "this per rank; every rank must pass NCCL memory for such a call; 0 = off")
+      .def_property(
+          "push_ctas", [](const GroupOptions& o) { return o.push_ctas; },
+          [](GroupOptions& o, int v) {
+            if (v < 1 || v > fast::kPushMaxBlocks) {
+              throw py::value_error("push_ctas must be in 1.." +
+                                    std::to_string(fast::kPushMaxBlocks) + ", got " +
+                                    std::to_string(v));
+            }
+            o.push_ctas = v;
+          },
+          "Blocks (SMs) a push all_reduce runs on, at most (1..128, default 32)")
       .def_property(
           "blocking", [](const GroupOptions& o) { return o.config.blocking; },
           [](GroupOptions& o, bool v) { o.config.blocking = v; },
@@ -98,6 +116,7 @@ void bind_backend(py::module_& m) {
       .def("_pending_works", &Backend::pending_works)
       .def("_fast_path_calls", &Backend::fast_path_calls)
       .def("_symmetric_windows", &Backend::symmetric_windows)
+      .def("_push_calls", &Backend::push_calls)
       .def_property_readonly("nccl_core_options", &Backend::options)
       .def_property_readonly("options", &Backend::options,
                              "The group's Options (torch 2.11 has no base binding).")

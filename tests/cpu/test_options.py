@@ -297,3 +297,30 @@ def test_symmetric_windows_up_to_8_mib_by_default_and_from_the_environment():
     assert make_options(None, env={"NCCL_CORE_SYMMETRIC_MAX_BYTES": "4096"}).symmetric_max_bytes == 4096
     with pytest.raises(ValueError, match="NCCL_CORE_SYMMETRIC_MAX_BYTES"):
         env_settings({"NCCL_CORE_SYMMETRIC_MAX_BYTES": "-5"})
+
+
+def test_push_all_reduce_defaults_and_environment():
+    from nccl_core_backend.options import make_options
+
+    opts = make_options(None, env={})
+    assert (opts.push_min_bytes, opts.push_max_bytes, opts.push_ctas) == (2 << 20, 64 << 20, 32)
+    env = {"NCCL_CORE_PUSH_MIN_BYTES": "1048576", "NCCL_CORE_PUSH_MAX_BYTES": "0",
+           "NCCL_CORE_PUSH_CTAS": "64"}
+    assert env_settings(env) == {"push_min_bytes": 1 << 20, "push_max_bytes": 0, "push_ctas": 64}
+    opts = make_options(None, env=env)
+    assert (opts.push_min_bytes, opts.push_max_bytes, opts.push_ctas) == (1 << 20, 0, 64)
+    with pytest.raises(ValueError, match="NCCL_CORE_PUSH_MAX_BYTES"):
+        env_settings({"NCCL_CORE_PUSH_MAX_BYTES": "-1"})
+    with pytest.raises(ValueError, match="NCCL_CORE_PUSH_CTAS"):
+        env_settings({"NCCL_CORE_PUSH_CTAS": "0"})
+
+
+def test_push_ctas_out_of_range_is_refused():
+    from nccl_core_backend import Options
+
+    opts = Options()
+    for bad in (0, -1, 129):
+        with pytest.raises(ValueError, match="push_ctas must be in 1..128"):
+            opts.push_ctas = bad
+    opts.push_ctas = 128
+    assert opts.push_ctas == 128

@@ -15,4 +15,5 @@ from tests.gpu.cases import (  # noqa: F401
     device,
     fast,
     symmetric,
+    push,
 )

@@ -1,0 +1,232 @@
+#include "fast/push.h"
+
+#include <cuda/atomic>
+
+#include <cstdint>
+
+#include "fast/launcher.h"
+#include "util/reduce.cuh"
+
+namespace nccl_core::fast {
+
+namespace {
+
+constexpr int kThreads = 512;
+// Packs each thread keeps in flight: NVLink latency is hidden by many
+// outstanding accesses, not by more threads.
+constexpr int kUnroll = 4;
+constexpr size_t kStep = static_cast<size_t>(kThreads) * kUnroll;
+// Flag polls between two reads of the (host-mapped, slow) abort flag.
+constexpr unsigned kAbortEvery = 256;
+// A block gets at least this many packs of each chunk (32 KiB): fewer blocks
+// for smaller calls, where more would only add flags to wait on.
+constexpr size_t kMinPacksPerBlock = 2048;
+
+using SystemWord = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>;
+
+// Cut of one call, the same on every rank (arguments only): chunk q is packs
+// [q * chunk, q * chunk + len(q)) of the tensor.
+struct Cut {
+  size_t units;  // 16-byte packs in the tensor
+  size_t chunk;
+  __device__ size_t len(int q) const {
+    size_t lo = q * chunk;
+    return lo >= units ? 0 : (units - lo < chunk ? units - lo : chunk);
+  }
+  // This block's slice [lo, hi) within chunk q.
+  __device__ void slice(int q, size_t& lo, size_t& hi) const {
+    size_t n = len(q);
+    lo = n * blockIdx.x / gridDim.x;
+    hi = n * (blockIdx.x + 1) / gridDim.x;
+  }
+};
+
+__device__ __forceinline__ unsigned long long* flag(const PushShared& s, int at, int phase,
+                                                    int source) {
+  auto* f = reinterpret_cast<unsigned long long*>(s.staging[at]);
+  return f + (static_cast<size_t>(phase) * kMaxRanks + source) * kPushMaxBlocks + blockIdx.x;
+}
+
+// Rank `at`'s staging slot for what `source` sends it.
+__device__ __forceinline__ uint4* slot(const PushShared& s, const Cut& c, int at, int source) {
+  int k = (source - at - 1 + s.nranks) % s.nranks;
+  return reinterpret_cast<uint4*>(s.staging[at] + kPushFlagBytes) + k * c.chunk;
+}
+
+// This block's stores of the phase are issued (release) on every peer's flag;
+// then it waits until every peer's namesake block has done the same here.
+// False when the communicator is aborted meanwhile.
+__device__ bool exchange(const PushShared& s, int phase, unsigned long long call, int& stop) {
+  __syncthreads();
+  const int peer = threadIdx.x;
+  if (peer < s.nranks && peer != s.rank) {
+    __threadfence_system();
+    SystemWord(*flag(s, peer, phase, s.rank)).store(call, cuda::memory_order_release);
+    SystemWord f(*flag(s, s.rank, phase, peer));
+    unsigned spins = 0;
+    while (f.load(cuda::memory_order_acquire) < call) {
+      if (++spins % kAbortEvery == 0 && (*s.abort != 0 || *(volatile int*)&stop != 0)) {
+        stop = 1;
+        break;
+      }
+      __nanosleep(64);
+    }
+  }
+  __syncthreads();
+  return stop == 0;
+}
+
+// Phase 1: slice of chunk q of this rank's tensor into q's slot for us.
+__device__ void stage(const PushShared& s, const Cut& c) {
+  const auto* mine = reinterpret_cast<const uint4*>(s.data[s.rank]);
+  for (int step = 1; step < s.nranks; ++step) {
+    const int q = (s.rank + step) % s.nranks;
+    size_t lo, hi;
+    c.slice(q, lo, hi);
+    const uint4* src = mine + q * c.chunk;
+    uint4* dst = slot(s, c, q, s.rank);
+    for (size_t base = lo + threadIdx.x; base < hi; base += kStep) {
+      uint4 v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        size_t i = base + u * kThreads;
+        if (i < hi) v[u] = __ldcg(src + i);
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        size_t i = base + u * kThreads;
+        if (i < hi) dst[i] = v[u];
+      }
+    }
+  }
+}
+
+// Phase 2: reduce this rank's slice with the staged ones, store everywhere.
+template <class T, int Op>
+__device__ void reduce_and_spread(const PushShared& s, const Cut& c,
+                                  typename Acc<T>::type scale) {
+  using A = typename Acc<T>::type;
+  constexpr int V = 16 / sizeof(T);
+  size_t lo, hi;
+  c.slice(s.rank, lo, hi);
+  const size_t first = s.rank * c.chunk;
+  auto* mine = reinterpret_cast<uint4*>(s.data[s.rank]) + first;
+  for (size_t base = lo + threadIdx.x; base < hi; base += kStep) {
+    A acc[kUnroll][V];
+    Pack<T> pk[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      size_t i = base + u * kThreads;
+      pk[u].raw = i < hi ? mine[i] : uint4{};
+#pragma unroll
+      for (int k = 0; k < V; ++k) acc[u][k] = to_acc(pk[u].v[k]);
+    }
+    for (int step = 1; step < s.nranks; ++step) {
+      const uint4* staged = slot(s, c, s.rank, (s.rank + step) % s.nranks);
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        size_t i = base + u * kThreads;
+        pk[u].raw = i < hi ? __ldcg(staged + i) : uint4{};
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+        for (int k = 0; k < V; ++k) acc[u][k] = combine<Op>(acc[u][k], to_acc(pk[u].v[k]));
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+      for (int k = 0; k < V; ++k) {
+        pk[u].v[k] = from_acc<T>(Op == ncclAvg ? acc[u][k] * scale : acc[u][k]);
+      }
+    }
+    for (int step = 0; step < s.nranks; ++step) {
+      auto* dst = reinterpret_cast<uint4*>(s.data[(s.rank + step) % s.nranks]) + first;
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        size_t i = base + u * kThreads;
+        if (i < hi) dst[i] = pk[u].raw;
+      }
+    }
+  }
+}
+
+template <class T, int Op>
+__global__ void __launch_bounds__(kThreads)
+    push_kernel(PushShared s, Cut c, typename Acc<T>::type scale, unsigned long long ticket) {
+  __shared__ unsigned long long call;
+  __shared__ int stop;
+  if (threadIdx.x == 0) {
+    call = s.calls[blockIdx.x] + 1;
+    stop = *s.stop != 0;  // an abort is under way: leave before touching any window
+  }
+  __syncthreads();
+  bool completed = false;
+  if (stop == 0) {
+    stage(s, c);
+    if (exchange(s, 0, call, stop)) {
+      reduce_and_spread<T, Op>(s, c, scale);
+      completed = exchange(s, 1, call, stop);
+    }
+  }
+  // The last block to leave reports the ticket: from then on the kernel
+  // touches neither the windows nor the tensor.
+  if (threadIdx.x == 0) {
+    if (completed) {
+      s.calls[blockIdx.x] = call;
+    }
+    unsigned long long* left = s.calls + kPushMaxBlocks;
+    __threadfence();
+    if (atomicAdd(left, 1ull) == gridDim.x - 1) {
+      *left = 0;  // the next call starts after this kernel: no race
+      if (ticket != 0) {
+        __threadfence_system();
+        SystemWord(*s.done).store(ticket, cuda::memory_order_release);
+      }
+    }
+  }
+}
+
+Cut cut_of(size_t bytes, int nranks) {
+  size_t units = bytes / 16;
+  return Cut{units, (units + nranks - 1) / nranks};
+}
+
+}  // namespace
+
+size_t push_staging_bytes(size_t bytes, int nranks) {
+  return kPushFlagBytes + static_cast<size_t>(nranks - 1) * cut_of(bytes, nranks).chunk * 16;
+}
+
+bool push_covers(const void* ptr, size_t bytes, ncclDataType_t type, int op) {
+  if ((reinterpret_cast<uintptr_t>(ptr) & 15) != 0 || bytes % 16 != 0 || bytes == 0) {
+    return false;
+  }
+  bool ok = false;
+  visit_type(type, [&](auto tt) {
+    using T = typename decltype(tt)::type;
+    ok = visit_op<T>(op, [](auto) {});
+  });
+  return ok;
+}
+
+void launch_push(const PushShared& s, size_t count, ncclDataType_t type, int op, int blocks,
+                 uint64_t ticket, cudaStream_t stream) {
+  visit_type(type, [&](auto tt) {
+    using T = typename decltype(tt)::type;
+    using A = typename Acc<T>::type;
+    const A scale = static_cast<A>(1.0 / s.nranks);
+    const Cut c = cut_of(count * sizeof(T), s.nranks);
+    size_t want = (c.chunk + kMinPacksPerBlock - 1) / kMinPacksPerBlock;
+    unsigned grid = static_cast<unsigned>(want < static_cast<size_t>(blocks) ? want : blocks);
+    grid = grid < 1 ? 1 : grid;
+    visit_op<T>(op, [&](auto ot) {
+      constexpr int Op = decltype(ot)::value;
+      launch_kernel<push_kernel<T, Op>>(grid, kThreads, stream, s, c, scale,
+                                        static_cast<unsigned long long>(ticket));
+    });
+  });
+}
+
+}  // namespace nccl_core::fast
