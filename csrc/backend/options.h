@@ -45,7 +45,7 @@ struct GroupOptions : c10d::Backend::Options {
   // (fast/push.h; the allocation is registered as a window once, with the
   // same contract as above); 0 = off.  Staging costs up to
   // (nranks - 1) / nranks of push_max_bytes, allocated at the first such call.
-  size_t push_min_bytes = 2 * 1024 * 1024;
+  size_t push_min_bytes = 256 * 1024;
   size_t push_max_bytes = 64 * 1024 * 1024;
   // Blocks (SMs) a push all_reduce runs on, at most (1..128).
   int push_ctas = 32;

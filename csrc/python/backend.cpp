@@ -44,7 +44,8 @@ void bind_backend(py::module_& m) {
                      "a call (default 8 MiB); 0 = off")
       .def_readwrite("push_min_bytes", &GroupOptions::push_min_bytes,
                      "Smallest all_reduce on NCCL memory that runs as nccl_core's push "
-                     "kernel over NVLink (default 2 MiB)")
+                     "kernel over NVLink (default 256 KiB; the fast path takes calls up to "
+                     "fast_path_max_bytes first)")
       .def_readwrite("push_max_bytes", &GroupOptions::push_max_bytes,
                      "Largest all_reduce on NCCL memory that runs as nccl_core's push kernel "
                      "(default 64 MiB); its staging costs up to (nranks - 1) / nranks of "

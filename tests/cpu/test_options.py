@@ -303,7 +303,7 @@ def test_push_all_reduce_defaults_and_environment():
     from nccl_core_backend.options import make_options
 
     opts = make_options(None, env={})
-    assert (opts.push_min_bytes, opts.push_max_bytes, opts.push_ctas) == (2 << 20, 64 << 20, 32)
+    assert (opts.push_min_bytes, opts.push_max_bytes, opts.push_ctas) == (256 << 10, 64 << 20, 32)
     env = {"NCCL_CORE_PUSH_MIN_BYTES": "1048576", "NCCL_CORE_PUSH_MAX_BYTES": "0",
            "NCCL_CORE_PUSH_CTAS": "64"}
     assert env_settings(env) == {"push_min_bytes": 1 << 20, "push_max_bytes": 0, "push_ctas": 64}

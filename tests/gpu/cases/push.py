@@ -42,7 +42,7 @@ class _Expect:
     def __init__(self, ctx, g):
         self.ctx, self.g, self.n = ctx, g, _pushes(ctx, g)
 
-    def __call__(self, pushed: bool, what: str) -> None:
+    def __call__(self, pushed: bool | int, what: str) -> None:
         self.n += int(pushed)
         got = _pushes(self.ctx, self.g)
         if got != self.n:
@@ -122,10 +122,10 @@ def push_all_reduce_back_to_back_streams_and_graphs(ctx):
             t.copy_(inp[ctx.rank])
         for t in ts:
             dist.all_reduce(t, group=g)
+        expect(len(ts), f"back-to-back round {rnd}")
         for i, (t, inp) in enumerate(zip(ts, ins)):
             check(t, reduce_ref(inp, "SUM", torch.float32), torch.float32, "SUM", ctx.world,
                   f"back-to-back push {rnd}.{i}")
-            expect(True, f"back-to-back {rnd}.{i}")
     # async (the group's stream), then plain (the caller's), then async.
     ins = [_inputs(ctx, torch.float32, n, "MAX", 500 + i) for i in range(3)]
     for t, inp in zip(ts, ins):
@@ -135,10 +135,10 @@ def push_all_reduce_back_to_back_streams_and_graphs(ctx):
     w3 = dist.all_reduce(ts[2], op=dist.ReduceOp.MAX, group=g, async_op=True)
     w1.wait()
     w3.wait()
+    expect(3, "across streams")
     for i in range(3):
         check(ts[i], reduce_ref(ins[i], "MAX", torch.float32), torch.float32, "MAX", ctx.world,
               f"push across streams, call {i}")
-        expect(True, f"across streams {i}")
     # Captured: the staging window exists (same size as above), so the
     # captured calls push; replays advance the kernel's counters.
     s = torch.cuda.Stream(device=ctx.device)
@@ -147,8 +147,7 @@ def push_all_reduce_back_to_back_streams_and_graphs(ctx):
     with torch.cuda.graph(graph, stream=s):
         dist.all_reduce(ts[0], group=g)
         dist.all_reduce(ts[1], op=dist.ReduceOp.MIN, group=g)
-    expect(True, "captured call 1")
-    expect(True, "captured call 2")
+    expect(2, "captured calls")
     for rep in range(3):
         a = _inputs(ctx, torch.float32, n, "SUM", 600 + rep)
         b = _inputs(ctx, torch.float32, n, "MIN", 700 + rep)
