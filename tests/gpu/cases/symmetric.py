@@ -155,6 +155,7 @@ def symmetric_windows_for_nccl_memory(ctx):
 def symmetric_windows_off(ctx):
     opts = nc.Options()
     opts.symmetric_max_bytes = 0
+    opts.push_max_bytes = 0  # the push all-reduce registers windows of its own
     g = dist.new_group(list(range(ctx.world)), backend="nccl_core", pg_options=opts)
     t = nc.torch.empty(N, device=ctx.device)
     _reduce(ctx, g, t, "SUM", 1, "all_reduce on NCCL memory, symmetric windows off")
