@@ -137,6 +137,18 @@ void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& re
   }
 }
 
+void all_reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
+                ncclRedOp_t op, cudaStream_t stream, AllReduceAlt alt) {
+  void* out = rooted_recv(c, send, recv, -1, send.count, "allreduce");
+  if (t_depth == 0 && alt != nullptr && alt(c, send, out, op, stream)) {
+    return;
+  }
+  ncclComm_t comm = c.get();
+  submit(c, "ncclAllReduce", [&] {
+    return ncclAllReduce(send.ptr, out, send.count, send.type, op, comm, stream);
+  });
+}
+
 void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,
                cudaStream_t stream) {
   const Buffer* s = rooted_send(c, send, recv, root);

@@ -36,6 +36,14 @@ Buffer resolve_tensor(const at::Tensor& t, const char* name);
 // root < 0: all-reduce (ncclAllReduce); else ncclReduce, `recv` needed on root only.
 void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
             ncclRedOp_t op, int root, cudaStream_t stream);
+// An all-reduce that a layer above may run itself: once the arguments are
+// checked, and outside any group (where NCCL only queues until group_end),
+// `alt` runs the call into `out` and returns true, or returns false with
+// nothing enqueued, and ncclAllReduce runs instead.
+using AllReduceAlt = bool (*)(Communicator& c, const Buffer& send, void* out, ncclRedOp_t op,
+                              cudaStream_t stream);
+void all_reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
+                ncclRedOp_t op, cudaStream_t stream, AllReduceAlt alt);
 void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,
                cudaStream_t stream);
 // root < 0: all-gather; else ncclGather, `recv` needed on root only.

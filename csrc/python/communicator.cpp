@@ -8,6 +8,7 @@
 #include "comm/communicator.h"
 #include "comm/operations.h"
 #include "comm/resources.h"
+#include "fast/raw.h"
 #include "memory/vmm.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
@@ -137,6 +138,7 @@ void bind_communicator(py::module_& m) {
           "remaining ranks).  The new communicator belongs to the caller: finalize() or "
           "destroy() it; it is aborted when garbage-collected.")
       .def("_resource_count", &Communicator::resource_count)
+      .def("_fast_path_calls", [](Communicator& c) { return fast::raw_fast_path_calls(c); })
 
       // --- raw operations --------------------------------------------------
       .def(
@@ -147,10 +149,11 @@ void bind_communicator(py::module_& m) {
             auto r = as_buffer(recvbuf, "recvbuf");
             auto o = as_red_op(op, c, s.type);
             auto st = as_stream(stream, c.device());
-            without_gil([&] { ops::reduce(c, s, r, o, -1, st); });
+            without_gil([&] { ops::all_reduce(c, s, r, o, st, &fast::raw_all_reduce); });
           },
           arg("sendbuf"), arg("recvbuf"), arg("op"), kw_only(), arg("stream") = py::none(),
-          "ncclAllReduce of sendbuf into recvbuf.")
+          "ncclAllReduce of sendbuf into recvbuf (up to NCCL_CORE_FAST_PATH_MAX_BYTES, "
+          "default 256 KiB, one nccl_core kernel over NVLink where every rank is reachable).")
       .def(
           "reduce",
           [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle op,

@@ -259,3 +259,78 @@ def raw_ops_bad_input(ctx):
     expect_raises(TypeError, lambda: comm.allreduce(x, y, nc.SUM, stream=True), "bool")
     expect_raises(TypeError, lambda: comm.allreduce(x, y, nc.SUM, stream="s"), "stream")
     sanity(ctx)
+
+
+@case()
+def raw_allreduce_fast_path(ctx):
+    """Small raw allreduces run as one nccl_core kernel (fast/raw.h): every
+    dtype and op it covers against a float64 reference, in and out of place,
+    on several streams and under graph capture; larger calls, calls inside a
+    group, and types or ops it does not cover go to NCCL."""
+    comm = nc.get_communicator()
+    streams, side = _streams(ctx)
+    seen = [comm._fast_path_calls()]
+
+    def expect(n: int, what: str) -> None:
+        seen[0] += n
+        if comm._fast_path_calls() != seen[0]:
+            fail(f"{what}: {comm._fast_path_calls()} raw fast-path calls, expected {seen[0]}")
+
+    k = 0
+    for di, dtype in enumerate(RAW_DTYPES):
+        for oi, (name, op) in enumerate(RAW_OPS.items()):
+            base = "PRODUCT" if name == "PRODUCT" else "SUM"
+            covered = dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16,
+                                torch.int8, torch.uint8, torch.int32, torch.int64)
+            covered = covered and (name != "AVG" or dtype in FLOATS)
+            for n in (1, 7, 4097):
+                inputs = [make(ctx, r, dtype, n=n, op=base, salt=100 + di * 7 + oi)
+                          for r in range(ctx.world)]
+                send = inputs[ctx.rank].to(ctx.device)
+                recv = poison(send.shape, dtype, ctx.device)
+                stream = streams[k % len(streams)]
+                k += 1
+                side.wait_stream(torch.cuda.current_stream(ctx.device))
+                comm.allreduce(send, recv, op, stream=stream)
+                _sync(stream)
+                ref = reduce_ref(inputs, name, dtype)
+                check(recv, ref, dtype, name, ctx.world, f"raw fast allreduce n={n}")
+                expect(int(covered), f"{dtype} {name} n={n}")
+                comm.allreduce(send, send, op)  # in place
+                torch.cuda.synchronize()
+                check(send, ref, dtype, name, ctx.world, f"raw fast allreduce in place n={n}")
+                expect(int(covered), f"{dtype} {name} n={n} in place")
+    # Above 256 KiB, and inside a group: NCCL.
+    inputs = [make(ctx, r, torch.float32, n=70000, salt=300) for r in range(ctx.world)]
+    t = inputs[ctx.rank].to(ctx.device)
+    comm.allreduce(t, t, nc.SUM)
+    torch.cuda.synchronize()
+    check(t, reduce_ref(inputs, "SUM", torch.float32), torch.float32, "SUM", ctx.world,
+          "raw allreduce of 280 KB")
+    expect(0, "280 KB")
+    a = torch.full((64,), float(ctx.rank), device=ctx.device)
+    with nc.group():
+        comm.allreduce(a, a, nc.SUM)
+    torch.cuda.synchronize()
+    if not torch.all(a == sum(range(ctx.world))):
+        fail(f"grouped raw allreduce gave {a[0].item()}")
+    expect(0, "inside a group")
+    # Captured, then replayed with new inputs.
+    x = torch.empty(1000, device=ctx.device)
+    y = torch.empty(1000, device=ctx.device)
+    s = torch.cuda.Stream(device=ctx.device)
+    s.wait_stream(torch.cuda.current_stream(ctx.device))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, stream=s):
+        comm.allreduce(x, y, nc.SUM, stream=s)
+        comm.allreduce(y, y, nc.MAX, stream=s)
+    expect(2, "captured")
+    for rep in range(3):
+        ins = [make(ctx, r, torch.float32, n=1000, salt=400 + rep) for r in range(ctx.world)]
+        x.copy_(ins[ctx.rank])
+        graph.replay()
+        torch.cuda.synchronize()
+        want = reduce_ref(ins, "SUM", torch.float32)  # MAX of equal values is itself
+        check(y, want, torch.float32, "SUM", ctx.world, f"replayed raw allreduce {rep}")
+    expect(0, "replays")
+    del graph

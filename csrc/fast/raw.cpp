@@ -1,0 +1,102 @@
+#include "fast/raw.h"
+
+#include <c10/cuda/CUDAGuard.h>
+
+#include <cstdlib>
+#include <mutex>
+
+#include "comm/communicator.h"
+#include "comm/resources.h"
+#include "fast/engine.h"
+#include "nccl/api.h"
+#include "nccl/types.h"
+
+namespace nccl_core::fast {
+
+namespace {
+
+constexpr const char* kKey = "fast.raw";
+
+size_t configured_max_bytes() {
+  const char* v = std::getenv("NCCL_CORE_FAST_PATH_MAX_BYTES");
+  if (v == nullptr || *v == '\0') {
+    return 256 * 1024;
+  }
+  char* end = nullptr;
+  long long n = std::strtoll(v, &end, 10);
+  // options.py refuses a bad value for dist.*; here a bad value turns it off.
+  return end != nullptr && *end == '\0' && n > 0 ? static_cast<size_t>(n) : 0;
+}
+
+// The engine of one communicator's raw calls, owned by the communicator.
+class RawPath final : public Resource {
+ public:
+  RawPath(const std::shared_ptr<Communicator>& comm, size_t max_bytes)
+      : Resource(comm, "FastPath"), engine(max_bytes, PushConfig{}) {}
+  std::mutex mutex;  // raw calls may come from several threads
+  Engine engine;
+
+ private:
+  void release(Communicator&) override {}  // its window is a resource of its own
+};
+
+std::shared_ptr<RawPath> path_of(Communicator& c, size_t max_bytes) {
+  if (auto p = c.attachment(kKey)) {
+    return std::static_pointer_cast<RawPath>(p);
+  }
+  static std::mutex creating;
+  std::lock_guard<std::mutex> lock(creating);
+  if (auto p = c.attachment(kKey)) {
+    return std::static_pointer_cast<RawPath>(p);
+  }
+  auto self = c.shared_from_this();
+  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(c.device()));
+  auto path = std::make_shared<RawPath>(self, max_bytes);
+  // NCCL's abort unmaps the scratch window: our kernels leave it first.
+  c.before_abort([progress = path->engine.progress()] {
+    progress->stop_kernels(std::chrono::seconds(2));
+  });
+  c.attach(kKey, path);
+  return path;
+}
+
+}  // namespace
+
+bool raw_all_reduce(Communicator& c, const ops::Buffer& send, void* out, ncclRedOp_t op,
+                    cudaStream_t stream) {
+  static const size_t max_bytes = configured_max_bytes();
+  if (max_bytes == 0 || send.count * types::element_size(send.type) > max_bytes ||
+      !c.is_live()) {
+    return false;
+  }
+  auto path = path_of(c, max_bytes);
+  std::lock_guard<std::mutex> lock(path->mutex);
+  auto device = static_cast<c10::DeviceIndex>(c.device());
+  c10::cuda::CUDAGuard on_device(device);
+  // The engine asks torch's current stream whether a graph is being captured.
+  c10::cuda::CUDAStreamGuard on_stream(c10::cuda::getStreamFromExternal(stream, device));
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  NCCL_CORE_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  // Kernels launched outside capture report when they leave, so an abort
+  // waits for them before NCCL unmaps the window (progress.h).
+  const bool report = status == cudaStreamCaptureStatusNone;
+  if (report) {
+    path->engine.arm(false);
+  }
+  bool launched = false;
+  try {
+    launched = path->engine.all_reduce(c, send.ptr, out, send.count, send.type, op, stream);
+  } catch (...) {
+    path->engine.take_ticket();  // disarm
+    throw;
+  }
+  path->engine.take_ticket();
+  return launched;
+}
+
+uint64_t raw_fast_path_calls(Communicator& c) {
+  auto p = c.attachment(kKey);
+  return p ? std::static_pointer_cast<RawPath>(p)->engine.calls() : 0;
+}
+
+}  // namespace nccl_core::fast
