@@ -144,6 +144,10 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
     comm_->before_abort([progress = fast_->progress()] {
       progress->stop_kernels(std::chrono::seconds(2));
     });
+    // A user's close_all_resources() closes it too: our kernels leave first.
+    comm_->before_close([progress = fast_->progress(), timeout = options_->timeout] {
+      progress->wait_idle(timeout);
+    });
   }
   if (!getBoundDeviceId()) {
     setBoundDeviceId(device);

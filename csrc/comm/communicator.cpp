@@ -446,7 +446,25 @@ size_t Communicator::resource_count() const {
   return resources_.size();
 }
 
+void Communicator::before_close(std::function<void()> drain) {
+  std::lock_guard<std::mutex> lock(before_abort_mutex_);
+  before_close_.push_back(std::move(drain));
+}
+
 void Communicator::close_all_resources() noexcept {
+  std::vector<std::function<void()>> drains;
+  {
+    std::lock_guard<std::mutex> lock(before_abort_mutex_);
+    drains = before_close_;
+  }
+  if (is_live()) {
+    for (auto& d : drains) {
+      try {
+        d();
+      } catch (...) {
+      }
+    }
+  }
   std::vector<std::shared_ptr<Resource>> all;
   {
     std::lock_guard<std::mutex> lock(resources_mutex_);

@@ -137,6 +137,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // ncclCommAbort: a user of memory that NCCL maps (the fast path's scratch
   // window) waits there until its kernels have left that memory.
   void before_abort(std::function<void()> drain);
+  // `drain` runs first in close_all_resources (so in finalize and destroy):
+  // a user of memory that a resource maps (the fast path's windows) waits
+  // there until its kernels have left that memory.
+  void before_close(std::function<void()> drain);
 
  private:
   Communicator(ncclComm_t comm, int nranks, int rank, int device,
@@ -168,6 +172,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   const volatile int* abort_flag_device_ = nullptr;
   std::mutex before_abort_mutex_;
   std::vector<std::function<void()>> before_abort_;
+  std::vector<std::function<void()>> before_close_;  // under before_abort_mutex_
 };
 
 } // namespace nccl_core

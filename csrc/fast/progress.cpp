@@ -60,6 +60,10 @@ void Progress::stop_kernels(std::chrono::milliseconds limit) noexcept {
   if (previous >= 0) {
     (void)cudaSetDevice(previous);
   }
+  wait_idle(limit);
+}
+
+void Progress::wait_idle(std::chrono::milliseconds limit) const noexcept {
   auto deadline = std::chrono::steady_clock::now() + limit;
   while (!idle() && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::microseconds(50));

@@ -53,6 +53,10 @@ class Progress {
   // queued behind a hung NCCL kernel starts only after NCCL's abort; it then
   // reads the stop word and leaves without touching the window).
   void stop_kernels(std::chrono::milliseconds limit) noexcept;
+  // Before the windows close on a live communicator: waits until every
+  // launched kernel has left, at most `limit` (a kernel waiting for a rank
+  // that never comes ends only with an abort).
+  void wait_idle(std::chrono::milliseconds limit) const noexcept;
 
  private:
   int device_index_ = -1;

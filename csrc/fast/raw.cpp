@@ -52,9 +52,21 @@ std::shared_ptr<RawPath> path_of(Communicator& c, size_t max_bytes) {
   auto self = c.shared_from_this();
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(c.device()));
   auto path = std::make_shared<RawPath>(self, max_bytes);
-  // NCCL's abort unmaps the scratch window: our kernels leave it first.
-  c.before_abort([progress = path->engine.progress()] {
-    progress->stop_kernels(std::chrono::seconds(2));
+  // NCCL's abort unmaps the scratch window: our kernels leave it first; and
+  // finalize / destroy close it only once they have left.
+  std::weak_ptr<Progress> progress = path->engine.progress();
+  c.before_abort([progress] {
+    if (auto p = progress.lock()) {
+      p->stop_kernels(std::chrono::seconds(2));
+    }
+  });
+  std::weak_ptr<Communicator> owner = self;
+  c.before_close([progress, owner] {
+    auto p = progress.lock();
+    auto comm = owner.lock();
+    if (p && comm) {
+      p->wait_idle(comm->timeout());
+    }
   });
   c.attach(kKey, path);
   return path;
