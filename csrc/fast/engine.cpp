@@ -96,7 +96,8 @@ bool Engine::ready(Communicator& comm, size_t staged, cudaStream_t stream) {
 }
 
 void Engine::start_call(Communicator& comm, cudaStream_t stream) {
-  follow(stream, comm.device());
+  device_ = comm.device();
+  follow(stream, device_);
   calls_.fetch_add(1, std::memory_order_relaxed);
   ticket_ = armed_ ? progress_->next() : 0;
 }
@@ -178,6 +179,9 @@ uint64_t Engine::take_ticket() {
 }
 
 bool Engine::settle(bool launched) {
+  if (launched) {
+    mark_launched(last_stream_, device_);
+  }
   if (launched && ticket_ != 0) {
     progress_->commit(ticket_, track_);  // from here its report is awaited
     last_ticket_ = ticket_;
@@ -187,22 +191,27 @@ bool Engine::settle(bool launched) {
 }
 
 void Engine::follow(cudaStream_t stream, int device) {
-  if (stream == last_stream_) {
-    return;  // the common case: one stream, ordered already
-  }
-  auto captured = [](cudaStream_t s) {
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    NCCL_CORE_CUDA_CHECK(cudaStreamIsCapturing(s, &status));
-    return status != cudaStreamCaptureStatusNone;
-  };
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  NCCL_CORE_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  capturing_ = status != cudaStreamCaptureStatusNone;
+  last_stream_ = stream;
   // A capture cannot wait on work outside it (nor the reverse): a graph's
   // calls are ordered within the graph, and its replays by the replay stream.
-  if (last_stream_ != nullptr && !captured(stream) && !captured(last_stream_)) {
+  if (recorded_ && stream != recorded_stream_ && !capturing_) {
     auto idx = static_cast<c10::DeviceIndex>(device);
-    switch_event_.record(c10::cuda::getStreamFromExternal(last_stream_, idx));
     switch_event_.block(c10::cuda::getStreamFromExternal(stream, idx));
   }
-  last_stream_ = stream;
+}
+
+void Engine::mark_launched(cudaStream_t stream, int device) {
+  // Recorded at every launch rather than at the next switch: by then the
+  // last stream may have been destroyed (a CuPy stream, a user's stream).
+  if (!capturing_) {
+    switch_event_.record(
+        c10::cuda::getStreamFromExternal(stream, static_cast<c10::DeviceIndex>(device)));
+    recorded_ = true;
+    recorded_stream_ = stream;
+  }
 }
 
 bool Engine::all_reduce(Communicator& comm, const void* in, void* out, size_t count,

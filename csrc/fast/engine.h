@@ -95,8 +95,11 @@ class Engine {
   bool whole_group_reachable(Communicator& comm);
   void set_up(Communicator& comm, cudaStream_t stream);
   // Calls share the scratch window and its epochs, so they must run one after
-  // another: a call on another stream than the last one first waits for it.
+  // another: a call on another stream than the last one first waits for it
+  // (an event recorded at each launch; never across a capture boundary).
   void follow(cudaStream_t stream, int device);
+  // After a launch on `stream`: what the next call on another stream waits for.
+  void mark_launched(cudaStream_t stream, int device);
   // The staging window holds `bytes` for this group (made, or remade larger).
   bool push_ready(Communicator& comm, size_t bytes, cudaStream_t stream);
   // Counts the call, orders it after the last one, draws its ticket.
@@ -124,7 +127,12 @@ class Engine {
   bool track_ = false;
   uint64_t ticket_ = 0;       // of the kernel being launched
   uint64_t last_ticket_ = 0;  // of the armed call's last launched kernel
-  cudaStream_t last_stream_ = nullptr;
+  cudaStream_t last_stream_ = nullptr;  // of the current call
+  bool capturing_ = false;              // the current call's stream is capturing
+  int device_ = -1;
+  // switch_event_ marks the last launch outside capture, on recorded_stream_.
+  bool recorded_ = false;
+  cudaStream_t recorded_stream_ = nullptr;
   at::cuda::CUDAEvent switch_event_{cudaEventDisableTiming};
 };
 
