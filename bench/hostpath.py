@@ -1,8 +1,16 @@
 """Where the host time of one small all_reduce goes (issue 6: raw path <= 5 µs).
 
-One torchrun job; every path does the same 1 KiB float32 SUM all_reduce, back
-to back, and the host µs per call (time until the last call returns, before
-any synchronisation) is printed for each layer, slowest first:
+One torchrun job; every path does the same 1 KiB float32 SUM all_reduce.  Two
+numbers per layer:
+
+  host µs      the host's own cost of a call: bursts of 32 calls on an idle
+               GPU, timed until the last call returns (32 launches cannot
+               fill CUDA's launch queue, so no call waits for the GPU)
+  loop µs      5000 calls back to back, time until the last call returns:
+               the larger of the host cost and the GPU time per call (once
+               the launch queue is full, each launch waits for a free slot)
+
+The layers:
 
   python floor          a no-op call through the same Python machinery
   ctypes ncclAllReduce  NCCL's own enqueue on our communicator's handle
@@ -17,6 +25,8 @@ Subtracting neighbours attributes the cost to NCCL, to our bindings and
 checks, and to torch's dispatch; then the backend's own phases of a plain
 call (nccl_core_backend._C._host_profile) split the rest.  Usage:
   torchrun --nproc-per-node=2 bench/hostpath.py [--out results.json]
+(one rank works too: the fast path then crosses its barriers with itself, and
+the host numbers are the same code's.)
 """
 
 from __future__ import annotations
@@ -24,6 +34,7 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
+import statistics
 import time
 
 import torch
@@ -36,7 +47,8 @@ import nccl_core_backend as nc
 NCCL_FLOAT32, NCCL_SUM = 7, 0
 
 
-def host_us(fn, iters: int) -> float:
+def loop_us(fn, iters: int) -> float:
+    """µs per call of `iters` calls back to back (until the last one returns)."""
     for _ in range(20):
         fn()
     torch.cuda.synchronize()
@@ -47,6 +59,38 @@ def host_us(fn, iters: int) -> float:
     t1 = time.perf_counter()
     torch.cuda.synchronize()
     return (t1 - t0) / iters * 1e6
+
+
+def burst_us(fn, bursts: int = 100, size: int = 32) -> float:
+    """Host µs per call: median over bursts of `size` calls, each burst started
+    on an idle GPU (ranks need not be in step: a kernel waiting for a peer
+    does not hold up the host below the queue's depth)."""
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    dist.barrier()
+    per_call = []
+    for _ in range(bursts):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(size):
+            fn()
+        per_call.append((time.perf_counter() - t0) / size * 1e6)
+    torch.cuda.synchronize()
+    dist.barrier()
+    return statistics.median(per_call)
+
+
+def measure(fn, iters: int) -> tuple[float, float]:
+    return burst_us(fn), loop_us(fn, iters)
+
+
+def profiled(fn, iters: int) -> dict:
+    """The backend's host-profile phases over a burst measurement of fn."""
+    nc._C._host_profile(enable=True, reset=True)
+    burst_us(fn, bursts=max(1, iters // 32))
+    prof = nc._C._host_profile(enable=False, reset=True)
+    return {phase: v for phase, v in prof.items() if v[0] > 0}
 
 
 def nccl_library():
@@ -66,49 +110,48 @@ def main() -> None:
     comm = nc.get_communicator()
     x = torch.ones(256, device=device)
     stream = torch.cuda.current_stream().cuda_stream
-    results = {"python floor": host_us(lambda: comm.rank, args.iters)}
+    calls = {"python floor": lambda: comm.rank}
     lib = nccl_library()
     if lib is not None:
         fn = lib.ncclAllReduce
         fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
                        ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p]
         ptr, handle = x.data_ptr(), comm.ptr
-        results["ctypes ncclAllReduce"] = host_us(
-            lambda: fn(ptr, ptr, 256, NCCL_FLOAT32, NCCL_SUM, handle, stream), args.iters)
-    results["raw Communicator.allreduce"] = host_us(lambda: comm.allreduce(x, x, nc.SUM),
-                                                    args.iters)
-    results["raw, stream given"] = host_us(lambda: comm.allreduce(x, x, nc.SUM, stream=stream),
-                                           args.iters)
-    results["dist nccl_core (defaults: fast path)"] = host_us(lambda: dist.all_reduce(x),
-                                                             args.iters)
-    results["dist nccl"] = host_us(lambda: dist.all_reduce(x, group=nccl_group), args.iters)
+        calls["ctypes ncclAllReduce"] = lambda: fn(ptr, ptr, 256, NCCL_FLOAT32, NCCL_SUM,
+                                                   handle, stream)
+    calls["raw Communicator.allreduce"] = lambda: comm.allreduce(x, x, nc.SUM)
+    calls["raw, stream given"] = lambda: comm.allreduce(x, x, nc.SUM, stream=stream)
+    calls["dist nccl_core (defaults: fast path)"] = lambda: dist.all_reduce(x)
+    calls["dist nccl"] = lambda: dist.all_reduce(x, group=nccl_group)
     opts = nc.Options()
     opts.fast_path_max_bytes = 0
     nccl_path = dist.new_group(backend="nccl_core", pg_options=opts)
-    results["dist nccl_core, fast path off"] = host_us(
-        lambda: dist.all_reduce(x, group=nccl_path), args.iters)
-    results["dist nccl_core, async_op=True + wait"] = host_us(
-        lambda: dist.all_reduce(x, async_op=True).wait(), args.iters)
-    # Where our part of a plain call goes, phase by phase (measured apart:
-    # the clock reads add a little to each call).
-    phases = {}
-    for name, group in (("defaults", None), ("fast path off", nccl_path)):
-        nc._C._host_profile(enable=True, reset=True)
-        host_us(lambda: dist.all_reduce(x, group=group), args.iters)
-        phases[name] = nc._C._host_profile(enable=False, reset=True)
+    calls["dist nccl_core, fast path off"] = lambda: dist.all_reduce(x, group=nccl_path)
+    calls["dist nccl_core, async_op=True + wait"] = lambda: dist.all_reduce(x, async_op=True).wait()
+    results = {name: measure(fn, args.iters) for name, fn in calls.items()}
+    # Where our part of a call goes, phase by phase (measured apart: the
+    # clock reads add a little to each call).
+    phases = {
+        "dist, defaults": profiled(lambda: dist.all_reduce(x), args.iters),
+        "dist, fast path off": profiled(lambda: dist.all_reduce(x, group=nccl_path), args.iters),
+        "raw Communicator.allreduce": profiled(lambda: comm.allreduce(x, x, nc.SUM), args.iters),
+    }
     if rank == 0:
         print(f"world={world} torch={torch.__version__} nccl={nc.nccl_version()}")
-        print("| path | host µs per call |\n|---|---:|")
-        for name, us in results.items():
-            print(f"| {name} | {us:.2f} |")
+        print("| path | host µs per call | loop µs per call |\n|---|---:|---:|")
+        for name, (host, loop) in results.items():
+            print(f"| {name} | {host:.2f} | {loop:.2f} |")
         for name, prof in phases.items():
-            print(f"\nBackend phases of dist.all_reduce ({name}), mean µs per call:")
+            print(f"\nPhases of {name} (bursts), mean µs per call:")
             print("| phase | calls | µs |\n|---|---:|---:|")
-            for phase, (calls, us) in prof.items():
-                print(f"| {phase} | {calls} | {us:.2f} |")
+            for phase, (n, us) in prof.items():
+                print(f"| {phase} | {n} | {us:.2f} |")
         if args.out:
             with open(args.out, "w") as f:
-                json.dump({"world": world, "host_us": results, "phases": phases}, f, indent=1)
+                json.dump({"world": world,
+                           "host_us": {k: v[0] for k, v in results.items()},
+                           "loop_us": {k: v[1] for k, v in results.items()},
+                           "phases": phases}, f, indent=1)
     dist.destroy_process_group()
 
 

@@ -29,7 +29,7 @@ elif ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=${MAX_JOBS:-32} python3 -m pip i
 else
   echo "build ok in $(( $(date +%s) - t0 ))s"
 fi
-echo "== GPU suite (configs: ${NCCL_CORE_GPU_CONFIGS:-2:eager,2:lazy,4:eager,4:lazy})"
+echo "== GPU suite (configs: ${NCCL_CORE_GPU_CONFIGS:-1:eager,2:eager,2:lazy,4:eager,4:lazy})"
 # NCCL_CORE_GPU_TESTS picks what runs (default: everything under tests/gpu;
 # e.g. tests/gpu/test_gpu_suite.py, then tests/gpu/test_examples.py when one
 # call cannot hold both).

@@ -15,6 +15,32 @@ using WorkPtr = c10::intrusive_ptr<c10d::Work>;
 using call::check_same;
 using call::check_single;
 
+namespace {
+
+// A group of one rank reduces nothing: the result is the input, times the
+// factor of PREMUL_SUM (validated by reduce_op).  Done here rather than by
+// NCCL, whose one-rank path (2.28.9) leaves the tail of larger odd-sized AVG
+// and PREMUL_SUM calls unwritten and refuses AVG on float8.  Runs on the
+// current stream, which is the call's.
+void reduce_alone(const c10d::ReduceOp& op, const at::Tensor& in, at::Tensor out) {
+  if (!out.is_same(in)) {
+    out.copy_(in.reshape(out.sizes()));
+  }
+  if (op.op_ != c10d::ReduceOp::PREMUL_SUM) {
+    return;
+  }
+  // The factor in the tensor's (real) type, as NCCL multiplies.
+  auto* sup = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
+  auto real = out.is_complex() ? at::toRealValueType(out.scalar_type()) : out.scalar_type();
+  if (sup->tensor_factor.defined()) {
+    out.mul_(sup->tensor_factor.to(out.device(), real).reshape({}));
+  } else {
+    out.mul_(at::scalar_tensor(sup->double_factor, at::TensorOptions().dtype(real)));
+  }
+}
+
+}  // namespace
+
 Backend::Buf Backend::buf(const at::Tensor& t, const char* op) const {
   NCCL_CORE_CHECK_VALUE(t.defined(), "nccl_core ", op, ": undefined tensor");
   NCCL_CORE_CHECK_VALUE(t.is_cuda(), "nccl_core ", op,
@@ -147,6 +173,10 @@ WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors,
                   if (f && f->all_reduce(c, b.ptr, b.ptr, b.count, b.type, op, s)) {
                     return;
                   }
+                  if (size_ == 1) {
+                    reduce_alone(opts.reduceOp, t, t);
+                    return;
+                  }
                   if (pushed(c, b, op, s)) {
                     return;
                   }
@@ -189,6 +219,12 @@ WorkPtr Backend::allreduce_coalesced(
                     ops.push_back(reduce_op(opts.reduceOp, t, bufs.back().type, w,
                                             "allreduce_coalesced"));
                   }
+                  if (size_ == 1) {
+                    for (auto& t : tensors) {
+                      reduce_alone(opts.reduceOp, t, t);
+                    }
+                    return;
+                  }
                   NCCL_CORE_CHECK(c.get(), ncclGroupStart());
                   for (size_t i = 0; i < bufs.size(); ++i) {
                     auto& b = bufs[i];
@@ -211,6 +247,10 @@ WorkPtr Backend::reduce(std::vector<at::Tensor>& tensors,
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   Buf b = buf(t, "reduce");
                   ncclRedOp_t op = reduce_op(opts.reduceOp, t, b.type, w, "reduce");
+                  if (size_ == 1) {
+                    reduce_alone(opts.reduceOp, t, t);
+                    return;
+                  }
                   c.call(ncclReduce(b.ptr, b.ptr, b.count, b.type, op,
                                     static_cast<int>(opts.rootRank), c.get(), s),
                          "ncclReduce");
@@ -234,6 +274,10 @@ WorkPtr Backend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                              "reduce_scatter_tensor");
                   auto* f = fast_path();
                   if (f && f->reduce_scatter(c, in.ptr, out.ptr, out.count, out.type, op, s)) {
+                    return;
+                  }
+                  if (size_ == 1) {
+                    reduce_alone(opts.reduceOp, input, output);
                     return;
                   }
                   c.call(ncclReduceScatter(in.ptr, out.ptr, out.count, out.type, op,
@@ -262,6 +306,11 @@ WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs,
                   Buf out = buf(output, "reduce_scatter");
                   for (auto& i : ins) {
                     buf(i, "reduce_scatter");
+                  }
+                  if (size_ == 1) {
+                    reduce_op(opts.reduceOp, output, out.type, w, "reduce_scatter");
+                    reduce_alone(opts.reduceOp, ins[0], output);
+                    return;
                   }
                   at::Tensor flat = at::stack(ins).contiguous();
                   w.stash.push_back(flat);
@@ -296,6 +345,12 @@ WorkPtr Backend::reduce_scatter_tensor_coalesced(
                     outs.push_back(buf(outputs[i], "reduce_scatter_tensor_coalesced"));
                     ops.push_back(reduce_op(opts.reduceOp, inputs[i], ins.back().type,
                                             w, "reduce_scatter_tensor_coalesced"));
+                  }
+                  if (size_ == 1) {
+                    for (size_t i = 0; i < inputs.size(); ++i) {
+                      reduce_alone(opts.reduceOp, inputs[i], outputs[i]);
+                    }
+                    return;
                   }
                   NCCL_CORE_CHECK(c.get(), ncclGroupStart());
                   for (size_t i = 0; i < ins.size(); ++i) {

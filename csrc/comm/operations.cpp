@@ -105,6 +105,14 @@ const Buffer* rooted_send(const Communicator& c, const std::optional<Buffer>& se
   return &*send;
 }
 
+// The average over one rank is the sum over it.  NCCL 2.28.9 turns a
+// floating AVG into PreMulSum(1/nranks), whose one-rank path leaves the tail
+// of larger odd-sized calls unwritten and refuses float8; SUM over one rank
+// is its plain copy (or nothing, in place).
+ncclRedOp_t alone(const Communicator& c, ncclRedOp_t op) {
+  return op == ncclAvg && c.nranks() == 1 ? ncclSum : op;
+}
+
 } // namespace
 
 Buffer resolve_tensor(const at::Tensor& t, const char* name) {
@@ -125,6 +133,7 @@ Buffer resolve_tensor(const at::Tensor& t, const char* name) {
 void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
             ncclRedOp_t op, int root, cudaStream_t stream) {
   void* out = rooted_recv(c, send, recv, root, send.count, "allreduce");
+  op = alone(c, op);
   ncclComm_t comm = c.get();
   if (root < 0) {
     submit(c, "ncclAllReduce", [&] {
@@ -140,6 +149,7 @@ void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& re
 void all_reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
                 ncclRedOp_t op, cudaStream_t stream, AllReduceAlt alt) {
   void* out = rooted_recv(c, send, recv, -1, send.count, "allreduce");
+  op = alone(c, op);
   if (t_depth == 0 && alt != nullptr && alt(c, send, out, op, stream)) {
     return;
   }
@@ -184,6 +194,7 @@ void reduce_scatter(Communicator& c, const Buffer& send, const Buffer& recv, ncc
   check_types(send, recv);
   size_t count = block_of(c, send);
   check_at_least(recv.count, count, "recvbuf");
+  op = alone(c, op);
   submit(c, "ncclReduceScatter", [&] {
     return ncclReduceScatter(send.ptr, recv.ptr, count, send.type, op, c.get(), stream);
   });

@@ -1,10 +1,9 @@
 #include "fast/engine.h"
 
-#include <ATen/cuda/CUDAGraphsUtils.cuh>
-#include <c10/cuda/CUDAStream.h>
 
 #include "comm/communicator.h"
 #include "comm/resources.h"
+#include "fast/launcher.h"
 #include "memory/allocator.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
@@ -38,7 +37,8 @@ size_t round16(size_t v) { return (v + 15) / 16 * 16; }
 
 bool Engine::whole_group_reachable(Communicator& comm) {
   // lsa_spans_all() is cached by the communicator: an atomic load per call.
-  return comm.nranks() > 1 && comm.nranks() <= kMaxRanks && comm.lsa_spans_all();
+  // One rank qualifies too: its kernel crosses barriers with itself.
+  return comm.nranks() <= kMaxRanks && comm.lsa_spans_all();
 }
 
 void Engine::set_up(Communicator& comm, cudaStream_t stream) {
@@ -76,14 +76,21 @@ void Engine::set_up(Communicator& comm, cudaStream_t stream) {
   shared_ = s;
 }
 
+void Engine::observe(cudaStream_t stream) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  NCCL_CORE_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  capturing_ = status != cudaStreamCaptureStatusNone;
+}
+
 bool Engine::ready(Communicator& comm, size_t staged, cudaStream_t stream) {
   if (disabled_ || staged == 0 || staged > max_bytes_ || !whole_group_reachable(comm)) {
     return false;
   }
+  observe(stream);
   // Closed with the communicator's resources (on every rank, like any
   // collective resource call): set up again here, at the same call everywhere.
   if (!window_ || !window_->is_valid()) {
-    if (at::cuda::currentStreamCaptureStatusMayInitCtx() != at::cuda::CaptureStatus::None) {
+    if (capturing_) {
       return false;  // every rank captures the same calls: all go to NCCL
     }
     set_up(comm, stream);
@@ -97,9 +104,10 @@ bool Engine::ready(Communicator& comm, size_t staged, cudaStream_t stream) {
 
 void Engine::start_call(Communicator& comm, cudaStream_t stream) {
   device_ = comm.device();
-  follow(stream, device_);
+  follow(stream);
   calls_.fetch_add(1, std::memory_order_relaxed);
-  ticket_ = armed_ ? progress_->next() : 0;
+  // Replays of a captured kernel would report a stale ticket: none for them.
+  ticket_ = armed_ && !capturing_ ? progress_->next() : 0;
 }
 
 bool Engine::push_ready(Communicator& comm, size_t bytes, cudaStream_t stream) {
@@ -109,10 +117,11 @@ bool Engine::push_ready(Communicator& comm, size_t bytes, cudaStream_t stream) {
   // Staging for the largest call so far, in powers of two up to the limit,
   // so that a program's few sizes cost a few re-creations at most.
   size_t want = push_staging_bytes(bytes, comm.nranks());
+  observe(stream);
   if (push_window_ && push_window_->is_valid() && push_capacity_ >= want) {
     return true;
   }
-  if (at::cuda::currentStreamCaptureStatusMayInitCtx() != at::cuda::CaptureStatus::None) {
+  if (capturing_) {
     return false;  // every rank captures the same calls: all go to NCCL
   }
   size_t size = size_t(1) << 20;
@@ -124,7 +133,7 @@ bool Engine::push_ready(Communicator& comm, size_t bytes, cudaStream_t stream) {
   capacity = capacity < want ? want : capacity;
   if (push_window_ && push_window_->is_valid()) {
     // Earlier pushes on this group may still use it: they run in call order.
-    follow(stream, comm.device());
+    follow(stream);
     NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(stream));
     push_window_->close();
   }
@@ -180,7 +189,7 @@ uint64_t Engine::take_ticket() {
 
 bool Engine::settle(bool launched) {
   if (launched) {
-    mark_launched(last_stream_, device_);
+    mark_launched(last_stream_);
   }
   if (launched && ticket_ != 0) {
     progress_->commit(ticket_, track_);  // from here its report is awaited
@@ -190,28 +199,35 @@ bool Engine::settle(bool launched) {
   return launched;
 }
 
-void Engine::follow(cudaStream_t stream, int device) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  NCCL_CORE_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
-  capturing_ = status != cudaStreamCaptureStatusNone;
+void Engine::follow(cudaStream_t stream) {
   last_stream_ = stream;
   // A capture cannot wait on work outside it (nor the reverse): a graph's
   // calls are ordered within the graph, and its replays by the replay stream.
-  if (recorded_ && stream != recorded_stream_ && !capturing_) {
-    auto idx = static_cast<c10::DeviceIndex>(device);
-    switch_event_.block(c10::cuda::getStreamFromExternal(stream, idx));
+  if (!recorded_ || stream == recorded_stream_ || capturing_) {
+    return;
+  }
+  if (recorded_ticket_ == 0) {
+    switch_event_.block(stream);
+  } else if (progress_->done() < recorded_ticket_) {
+    wait_at_least(stream, progress_->device_word(), recorded_ticket_);
   }
 }
 
-void Engine::mark_launched(cudaStream_t stream, int device) {
-  // Recorded at every launch rather than at the next switch: by then the
-  // last stream may have been destroyed (a CuPy stream, a user's stream).
-  if (!capturing_) {
-    switch_event_.record(
-        c10::cuda::getStreamFromExternal(stream, static_cast<c10::DeviceIndex>(device)));
-    recorded_ = true;
-    recorded_stream_ = stream;
+void Engine::mark_launched(cudaStream_t stream) {
+  if (capturing_) {
+    return;
   }
+  // Marked at every launch rather than at the next switch: by then the last
+  // stream may have been destroyed (a CuPy stream, a user's stream).  The
+  // ticket costs nothing more; an event record costs ~0.8 µs per call.
+  if (ticket_ != 0 && can_wait_on_values(device_)) {
+    recorded_ticket_ = ticket_;
+  } else {
+    switch_event_.record(stream);
+    recorded_ticket_ = 0;
+  }
+  recorded_ = true;
+  recorded_stream_ = stream;
 }
 
 bool Engine::all_reduce(Communicator& comm, const void* in, void* out, size_t count,
@@ -223,7 +239,9 @@ bool Engine::all_reduce(Communicator& comm, const void* in, void* out, size_t co
   prof.mark(host_profile::kReady);
   bool ok = launch_reduce(shared_, in, count, out, count, 0, type, op, ticket_, stream);
   prof.mark(host_profile::kLaunch);
-  return settle(ok);
+  settle(ok);
+  prof.mark(host_profile::kMark);
+  return ok;
 }
 
 bool Engine::all_reduce_pushed(Communicator& comm, char* const* peers, size_t count,

@@ -17,7 +17,6 @@
 #pragma once
 
 #include <ATen/ATen.h>
-#include <ATen/cuda/CUDAEvent.h>
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -26,6 +25,7 @@
 #include <memory>
 
 #include "fast/kernels.h"
+#include "fast/launch_event.h"
 #include "fast/progress.h"
 #include "fast/push.h"
 
@@ -77,8 +77,8 @@ class Engine {
   uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }
   uint64_t push_calls() const { return push_calls_.load(std::memory_order_relaxed); }
 
-  // Completion reports (progress.h): the backend arms the engine for each
-  // call made outside graph capture; every kernel such a call launches gets a
+  // Completion reports (progress.h): the caller arms the engine for each
+  // call; every kernel such a call launches outside graph capture gets a
   // ticket that it reports when it leaves.  `track`: the call's Work relies
   // on the report instead of an end event.  take_ticket() disarms and
   // returns the call's last ticket if tracked, else 0.
@@ -92,14 +92,17 @@ class Engine {
  private:
   // The group qualifies, `staged` bytes fit, and the scratch window is ready.
   bool ready(Communicator& comm, size_t staged, cudaStream_t stream);
+  // Notes whether `stream` is capturing a graph (once per call: set-up and
+  // ordering depend on it).
+  void observe(cudaStream_t stream);
   bool whole_group_reachable(Communicator& comm);
   void set_up(Communicator& comm, cudaStream_t stream);
   // Calls share the scratch window and its epochs, so they must run one after
   // another: a call on another stream than the last one first waits for it
-  // (an event recorded at each launch; never across a capture boundary).
-  void follow(cudaStream_t stream, int device);
+  // (never across a capture boundary).
+  void follow(cudaStream_t stream);
   // After a launch on `stream`: what the next call on another stream waits for.
-  void mark_launched(cudaStream_t stream, int device);
+  void mark_launched(cudaStream_t stream);
   // The staging window holds `bytes` for this group (made, or remade larger).
   bool push_ready(Communicator& comm, size_t bytes, cudaStream_t stream);
   // Counts the call, orders it after the last one, draws its ticket.
@@ -129,11 +132,15 @@ class Engine {
   uint64_t last_ticket_ = 0;  // of the armed call's last launched kernel
   cudaStream_t last_stream_ = nullptr;  // of the current call
   bool capturing_ = false;              // the current call's stream is capturing
-  int device_ = -1;
-  // switch_event_ marks the last launch outside capture, on recorded_stream_.
+  // The last launch outside capture, on recorded_stream_, is marked by its
+  // ticket (recorded_ticket_: the next call on another stream waits until
+  // that ticket is reported, progress.h) or, for a launch without a ticket
+  // or where the device cannot wait on values, by switch_event_.
   bool recorded_ = false;
   cudaStream_t recorded_stream_ = nullptr;
-  at::cuda::CUDAEvent switch_event_{cudaEventDisableTiming};
+  uint64_t recorded_ticket_ = 0;
+  LaunchEvent switch_event_;
+  int device_ = -1;
 };
 
 }  // namespace fast

@@ -2,6 +2,8 @@
 
 #include <cuda.h>
 
+#include <atomic>
+
 #include "nccl/driver.h"
 
 namespace nccl_core::fast {
@@ -16,7 +18,37 @@ LaunchFn* driver_launch() {
   return fn;
 }
 
+using AttributeFn = CUresult CUDAAPI(int*, CUdevice_attribute, CUdevice);
+using WaitFn = CUresult CUDAAPI(CUstream, CUdeviceptr, cuuint64_t, unsigned);
+
+constexpr int kMaxDevices = 64;
+// Per device: 0 unknown, 1 yes, 2 no.
+std::atomic<int> g_can_wait[kMaxDevices];
+
 }  // namespace
+
+bool can_wait_on_values(int device) {
+  if (device < 0 || device >= kMaxDevices) {
+    return false;
+  }
+  int known = g_can_wait[device].load(std::memory_order_relaxed);
+  if (known == 0) {
+    static AttributeFn* attribute = api::driver_entry<AttributeFn>("cuDeviceGetAttribute");
+    int v = 0;
+    api::driver_check(attribute(&v, CU_DEVICE_ATTRIBUTE_CAN_USE_64_BIT_STREAM_MEM_OPS, device),
+                      "cuDeviceGetAttribute(CAN_USE_64_BIT_STREAM_MEM_OPS)");
+    known = v != 0 ? 1 : 2;
+    g_can_wait[device].store(known, std::memory_order_relaxed);
+  }
+  return known == 1;
+}
+
+void wait_at_least(cudaStream_t stream, const unsigned long long* addr, uint64_t value) {
+  static WaitFn* wait = api::driver_entry<WaitFn>("cuStreamWaitValue64");
+  api::driver_check(wait(reinterpret_cast<CUstream>(stream), reinterpret_cast<CUdeviceptr>(addr),
+                         value, CU_STREAM_WAIT_VALUE_GEQ),
+                    "cuStreamWaitValue64");
+}
 
 Launcher::Launcher(const void* kernel) : kernel_(kernel), function_(nullptr) {
   cudaFunction_t fn = nullptr;

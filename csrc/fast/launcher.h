@@ -6,6 +6,8 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+
 namespace nccl_core::fast {
 
 class Launcher {
@@ -20,6 +22,14 @@ class Launcher {
   const void* kernel_;
   void* function_;  // its CUfunction
 };
+
+// Whether `device` runs 64-bit stream waits (cuStreamWaitValue64); asked
+// once per device.
+bool can_wait_on_values(int device);
+
+// `stream` waits, in its front end (no SM held), until the 64-bit word at
+// `addr` (device-visible; host-mapped is fine) is at least `value`.
+void wait_at_least(cudaStream_t stream, const unsigned long long* addr, uint64_t value);
 
 // Launches `Kernel` with `args` converted to its parameter types (the driver
 // reads each argument through a pointer, so the types must be exact).

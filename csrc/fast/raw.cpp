@@ -10,6 +10,7 @@
 #include "fast/engine.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "util/host_profile.h"
 
 namespace nccl_core::fast {
 
@@ -76,6 +77,7 @@ std::shared_ptr<RawPath> path_of(Communicator& c, size_t max_bytes) {
 
 bool raw_all_reduce(Communicator& c, const ops::Buffer& send, void* out, ncclRedOp_t op,
                     cudaStream_t stream) {
+  host_profile::Timer prof;
   static const size_t max_bytes = configured_max_bytes();
   if (max_bytes == 0 || send.count * types::element_size(send.type) > max_bytes ||
       !c.is_live()) {
@@ -83,18 +85,12 @@ bool raw_all_reduce(Communicator& c, const ops::Buffer& send, void* out, ncclRed
   }
   auto path = path_of(c, max_bytes);
   std::lock_guard<std::mutex> lock(path->mutex);
-  auto device = static_cast<c10::DeviceIndex>(c.device());
-  c10::cuda::CUDAGuard on_device(device);
-  // The engine asks torch's current stream whether a graph is being captured.
-  c10::cuda::CUDAStreamGuard on_stream(c10::cuda::getStreamFromExternal(stream, device));
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  NCCL_CORE_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  c10::cuda::CUDAGuard on_device(static_cast<c10::DeviceIndex>(c.device()));
+  prof.mark(host_profile::kRawPath);
   // Kernels launched outside capture report when they leave, so an abort
-  // waits for them before NCCL unmaps the window (progress.h).
-  const bool report = status == cudaStreamCaptureStatusNone;
-  if (report) {
-    path->engine.arm(false);
-  }
+  // waits for them before NCCL unmaps the window (progress.h); the engine
+  // draws no ticket for a call being captured.
+  path->engine.arm(false);
   bool launched = false;
   try {
     launched = path->engine.all_reduce(c, send.ptr, out, send.count, send.type, op, stream);
@@ -103,6 +99,7 @@ bool raw_all_reduce(Communicator& c, const ops::Buffer& send, void* out, ncclRed
     throw;
   }
   path->engine.take_ticket();
+  prof.mark(host_profile::kRawCall);
   return launched;
 }
 

@@ -15,6 +15,7 @@
 #include "python/bind.h"
 #include "python/convert.h"
 #include "rma/signals.h"
+#include "util/host_profile.h"
 
 namespace py = pybind11;
 
@@ -145,11 +146,14 @@ void bind_communicator(py::module_& m) {
           "allreduce",
           [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle op,
              py::handle stream) {
+            host_profile::Timer prof;
             auto s = as_buffer(sendbuf, "sendbuf");
             auto r = as_buffer(recvbuf, "recvbuf");
             auto o = as_red_op(op, c, s.type);
             auto st = as_stream(stream, c.device());
+            prof.mark(host_profile::kRawArgs);
             without_gil([&] { ops::all_reduce(c, s, r, o, st, &fast::raw_all_reduce); });
+            prof.mark(host_profile::kRawNoGil);
           },
           arg("sendbuf"), arg("recvbuf"), arg("op"), kw_only(), arg("stream") = py::none(),
           "ncclAllReduce of sendbuf into recvbuf (up to NCCL_CORE_FAST_PATH_MAX_BYTES, "

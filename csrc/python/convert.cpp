@@ -65,6 +65,14 @@ cudaStream_t as_stream(py::handle obj, int device) {
 }
 
 ncclRedOp_t as_red_op(py::handle obj, const Communicator& comm, ncclDataType_t type) {
+  // NcclRedOp members (an IntEnum) and ints first: the common case, and the
+  // cheapest test (the class checks below look types up in pybind's registry).
+  if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
+    long v = obj.cast<long>();
+    NCCL_CORE_REQUIRE(v >= 0 && v < static_cast<long>(ncclNumOps),
+                      "Invalid reduction operator: ", v);
+    return static_cast<ncclRedOp_t>(v);
+  }
   if (py::isinstance<CustomRedOp>(obj)) {
     auto& op = obj.cast<CustomRedOp&>();
     ncclRedOp_t handle = op.op(); // raises if closed
@@ -95,12 +103,7 @@ ncclRedOp_t as_red_op(py::handle obj, const Communicator& comm, ncclDataType_t t
   if (py::isinstance<c10d::ReduceOp::RedOpType>(obj)) {
     return as_red_op(py::cast(c10d::ReduceOp(obj.cast<c10d::ReduceOp::RedOpType>())), comm, type);
   }
-  NCCL_CORE_REQUIRE(PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr()),
-                    "op must be an NcclRedOp, a CustomRedOp or a torch.distributed.ReduceOp");
-  long v = obj.cast<long>();
-  NCCL_CORE_REQUIRE(v >= 0 && v < static_cast<long>(ncclNumOps), "Invalid reduction operator: ",
-                    v);
-  return static_cast<ncclRedOp_t>(v);
+  throw NcclInvalid("op must be an NcclRedOp, a CustomRedOp or a torch.distributed.ReduceOp");
 }
 
 long long as_int(py::handle obj, const char* name) {

@@ -18,7 +18,11 @@ std::array<Counter, kPhases> g_counters;
 constexpr const char* kNames[kPhases] = {"setup",  "work",  "guard", "enqueue",
                                             "epilogue", "record", "watch", "wait",
                                             "(enqueue: fast-path checks)",
-                                            "(enqueue: kernel launch)"};
+                                            "(enqueue: kernel launch)",
+                                            "(enqueue: ordering event)",
+                                            "raw: arguments", "raw: checks and guards",
+                                            "raw: engine call",
+                                            "raw: all without the GIL"};
 
 }  // namespace
 

@@ -12,7 +12,8 @@
 
 namespace nccl_core::host_profile {
 
-// The phases of Backend::launch, in call order, then Work::wait.
+// The phases of Backend::launch, in call order, then Work::wait; then the
+// raw path's.
 enum Phase : int {
   kSetup,    // health check, communicator, device guard, streams, capture state
   kWork,     // the Work and what it keeps alive
@@ -25,6 +26,13 @@ enum Phase : int {
   // Parts of kEnqueue, timed on their own (not in the sum of the above):
   kReady,    // the fast path's checks: eligible, scratch window, stream order
   kLaunch,   // the fast path's kernel launch
+  kMark,     // the fast path's ordering event and ticket after the launch
+  // Communicator.allreduce (the raw path), in call order:
+  kRawArgs,  // the binding's conversion of the Python arguments
+  kRawPath,  // argument checks, the communicator's engine, device guard
+  kRawCall,  // the engine's call (split as kReady, kLaunch, kMark)
+  kRawNoGil, // everything with the GIL released: its release and return, the
+             // operation's checks, then kRawPath and kRawCall
   kPhases
 };
 

@@ -56,7 +56,9 @@ def test_host_profile_lists_every_phase_and_resets():
     # the profile on and off leaves it readable.
     prof = _C._host_profile(enable=True, reset=True)
     assert list(prof) == ["setup", "work", "guard", "enqueue", "epilogue", "record", "watch",
-                          "wait", "(enqueue: fast-path checks)", "(enqueue: kernel launch)"]
+                          "wait", "(enqueue: fast-path checks)", "(enqueue: kernel launch)",
+                          "(enqueue: ordering event)", "raw: arguments", "raw: checks and guards",
+                          "raw: engine call", "raw: all without the GIL"]
     assert all(calls == 0 and us == 0.0 for calls, us in prof.values())
     assert _C._host_profile(enable=False, reset=True) == prof
 

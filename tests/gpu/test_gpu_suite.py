@@ -20,7 +20,7 @@ from tests.gpu import cases  # noqa: F401  - registers the cases
 from tests.gpu.registry import CASES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-CONFIGS = [c for c in os.environ.get("NCCL_CORE_GPU_CONFIGS", "2:eager,2:lazy,4:eager,4:lazy").split(",") if c]
+CONFIGS = [c for c in os.environ.get("NCCL_CORE_GPU_CONFIGS", "1:eager,2:eager,2:lazy,4:eager,4:lazy").split(",") if c]
 # NCCL_CORE_GPU_ONLY=case1,case2 runs a subset (for quick iterations).
 ONLY = [c for c in os.environ.get("NCCL_CORE_GPU_ONLY", "").split(",") if c]
 # NCCL_CORE_GPU_SKIP=case1,... leaves cases out (the harness reads it too).

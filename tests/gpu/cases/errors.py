@@ -9,7 +9,7 @@ from tests.gpu.cases.common import expect_raises, sanity
 from tests.gpu.registry import case
 
 
-@case()
+@case(min_world=1)
 def bad_input_raises_and_group_survives(ctx):
     dev = ctx.device
     w = ctx.world

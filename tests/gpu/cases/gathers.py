@@ -13,7 +13,7 @@ def _exact(t, ref, dtype, what):
     check(t, wide(ref), dtype, "SUM", 1, what)
 
 
-@case()
+@case(min_world=1)
 def all_gather_list_and_into_tensor(ctx):
     for di, dtype in enumerate(DTYPES + [torch.complex64]):
         n = 101 + di
@@ -34,7 +34,7 @@ def all_gather_list_and_into_tensor(ctx):
         _exact(stacked, torch.stack(ins), dtype, "all_gather_into_tensor 2-D")
 
 
-@case()
+@case(min_world=1)
 def gather_and_scatter_every_root(ctx):
     for di, dtype in enumerate(DTYPES):
         for root in range(ctx.world):
@@ -58,7 +58,7 @@ def _block(ctx, src, dst, rows, cols, dtype, salt):
     return make(ctx, src, dtype, n=rows * cols, salt=salt * 1000 + dst).reshape(rows, cols)
 
 
-@case()
+@case(min_world=1)
 def all_to_all_single_even_and_uneven(ctx):
     w = ctx.world
     for di, dtype in enumerate(DTYPES):
@@ -80,7 +80,7 @@ def all_to_all_single_even_and_uneven(ctx):
         _exact(out, torch.cat([ub[(s, ctx.rank)] for s in range(w)]), dtype, "all_to_all_single uneven")
 
 
-@case()
+@case(min_world=1)
 def all_to_all_list(ctx):
     w = ctx.world
     for di, dtype in enumerate([torch.float32, torch.bfloat16, torch.int64, torch.uint8]):
@@ -93,7 +93,7 @@ def all_to_all_list(ctx):
             _exact(outs[s], data[(s, ctx.rank)], dtype, f"all_to_all from {s}")
 
 
-@case()
+@case(min_world=1)
 def coalesced_collectives(ctx):
     from torch.distributed.distributed_c10d import _coalescing_manager
 

@@ -15,7 +15,7 @@ def _backend(group, ctx):
     return group._get_backend(ctx.device)
 
 
-@case()
+@case(min_world=1)
 def registration_and_backend_identity(ctx):
     assert dist.get_backend() == "cpu:gloo,cuda:nccl_core" or "nccl_core" in dist.get_backend()
     b = _backend(dist.group.WORLD, ctx)
@@ -78,7 +78,7 @@ def split_group_and_split_of_split(ctx):
     sanity(ctx)
 
 
-@case()
+@case(min_world=1)
 def sequence_numbers_count_ops(ctx):
     b = _backend(dist.group.WORLD, ctx)
     before = b._get_sequence_number_for_group()
@@ -90,7 +90,7 @@ def sequence_numbers_count_ops(ctx):
     b._set_sequence_number_for_group()  # a no-op that must exist
 
 
-@case()
+@case(min_world=1)
 def abort_then_ops_raise_dist_backend_error(ctx):
     g = dist.new_group(backend="nccl_core")
     sanity(ctx, g)
@@ -144,7 +144,7 @@ def missing_rank_at_init_times_out(ctx):
     sanity(ctx)
 
 
-@case()
+@case(min_world=1)
 def set_timeout_and_options(ctx):
     import nccl_core_backend
 

@@ -12,7 +12,7 @@ from tests.gpu.cases.common import check, expect_raises, fail, make, reduce_ref
 from tests.gpu.registry import case
 
 
-@case()
+@case(min_world=1)
 def nccl_empty_shapes_and_dtypes(ctx):
     dtypes = [torch.float32, torch.bfloat16, torch.int64, torch.uint8, torch.bool,
               torch.complex64, torch.float8_e4m3fn]
@@ -51,7 +51,7 @@ def nccl_empty_shapes_and_dtypes(ctx):
     expect_raises(nc.NcclInvalid, lambda: nc.torch.resolve_tensor([1.0]), "torch.Tensor")
 
 
-@case()
+@case(min_world=1)
 def nccl_empty_memory_returns_on_gc(ctx):
     torch.cuda.synchronize()
     gc.collect()
@@ -85,7 +85,7 @@ def nccl_empty_memory_returns_on_gc(ctx):
         fail("200 small empty() calls left memory behind")
 
 
-@case()
+@case(min_world=1)
 def mem_pool_and_allocate_tensor(ctx):
     backend = nc.get_backend()
     if not backend.supports_tensor_alloc(ctx.device):

@@ -187,7 +187,7 @@ def push_all_reduce_back_to_back_streams_and_graphs(ctx):
     dist.destroy_process_group(g)
 
 
-@case()
+@case(min_world=1)
 def push_all_reduce_off(ctx):
     g = _group(ctx, push_max=0)
     t = nc.torch.empty(BYTES // 4, device=ctx.device)

@@ -61,7 +61,7 @@ def communicator_properties(ctx):
         fail(f"get_error_string(InvalidArgument) = {nc.get_error_string(4)!r}")
 
 
-@case()
+@case(min_world=1)
 def raw_allreduce_every_dtype_and_op(ctx):
     comm = nc.get_communicator()
     streams, side = _streams(ctx)
@@ -90,7 +90,7 @@ def raw_allreduce_every_dtype_and_op(ctx):
         fail(f"allreduce with dist.ReduceOp.MAX gave {t.tolist()}")
 
 
-@case()
+@case(min_world=1)
 def raw_reduce_broadcast_every_root(ctx):
     comm = nc.get_communicator()
     for root in range(ctx.world):
@@ -108,7 +108,7 @@ def raw_reduce_broadcast_every_root(ctx):
             check(out, wide(inputs[root]), dtype, "SUM", ctx.world, f"raw broadcast root={root}")
 
 
-@case()
+@case(min_world=1)
 def raw_gathers_scatter_alltoall(ctx):
     comm = nc.get_communicator()
     w, n = ctx.world, 129
@@ -148,7 +148,7 @@ def raw_gathers_scatter_alltoall(ctx):
                   f"raw scatter root={root}")
 
 
-@case()
+@case(min_world=1)
 def raw_send_recv_and_groups(ctx):
     comm = nc.get_communicator()
     w = ctx.world
@@ -190,7 +190,7 @@ def raw_send_recv_and_groups(ctx):
         torch.cuda.synchronize()
 
 
-@case()
+@case(min_world=1)
 def raw_ops_on_cupy_arrays(ctx):
     try:
         import cupy
@@ -261,7 +261,7 @@ def raw_ops_bad_input(ctx):
     sanity(ctx)
 
 
-@case()
+@case(min_world=1)
 def raw_allreduce_fast_path(ctx):
     """Small raw allreduces run as one nccl_core kernel (fast/raw.h): every
     dtype and op it covers against a float64 reference, in and out of place,
@@ -282,7 +282,8 @@ def raw_allreduce_fast_path(ctx):
             base = "PRODUCT" if name == "PRODUCT" else "SUM"
             covered = dtype in (torch.float32, torch.float64, torch.float16, torch.bfloat16,
                                 torch.int8, torch.uint8, torch.int32, torch.int64)
-            covered = covered and (name != "AVG" or dtype in FLOATS)
+            # AVG over one rank is its SUM: every type then.
+            covered = covered and (name != "AVG" or dtype in FLOATS or ctx.world == 1)
             for n in (1, 7, 4097):
                 inputs = [make(ctx, r, dtype, n=n, op=base, salt=100 + di * 7 + oi)
                           for r in range(ctx.world)]

@@ -298,7 +298,7 @@ def soak_no_leaks(ctx):
     sanity(ctx)
 
 
-@case()
+@case(min_world=1)
 def two_threads_two_groups(ctx):
     groups = [dist.new_group(list(range(ctx.world))) for _ in range(2)]
     for g in groups:

@@ -37,7 +37,7 @@ def _check_closed(res, attr: str):
     del e
 
 
-@case()
+@case(min_world=1)
 def register_buffer_zero_copy(ctx):
     comm = nc.get_communicator()
     for alloc in ("nccl", "torch"):
@@ -66,7 +66,7 @@ def register_buffer_zero_copy(ctx):
     expect_raises(nc.NcclInvalid, lambda: comm.register_buffer(torch.ones(4)), "CUDA")
 
 
-@case()
+@case(min_world=1)
 def register_window_pointers(ctx):
     comm = nc.get_communicator()
     n = 4096
@@ -126,7 +126,7 @@ def register_window_pointers(ctx):
     sanity(ctx)
 
 
-@case()
+@case(min_world=1)
 def symmetric_window_collectives(ctx):
     comm = nc.get_communicator()
     for n in (1024, 1 << 20):
@@ -145,7 +145,7 @@ def symmetric_window_collectives(ctx):
         win.close()
 
 
-@case()
+@case(min_world=1)
 def pre_mul_sum_every_float_type(ctx):
     comm = nc.get_communicator()
     n = 515
@@ -206,7 +206,7 @@ def _with_resources(comm, ctx):
     return [buf, win, red]
 
 
-@case()
+@case(min_world=1)
 def communicator_lifecycle(ctx):
     world = nc.get_communicator()
     for how in ("close_all", "destroy", "abort", "finalize"):
@@ -247,7 +247,7 @@ def communicator_lifecycle(ctx):
     sanity(ctx)
 
 
-@case()
+@case(min_world=1)
 def mem_stat_and_versions(ctx):
     comm = nc.get_communicator()
     if nc.nccl_version() < (2, 29, 7):

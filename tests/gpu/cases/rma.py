@@ -56,7 +56,7 @@ def rma_ping_pong(ctx):
     win.close()
 
 
-@case()
+@case(min_world=1)
 def rma_fan_in(ctx):
     comm = nc.get_communicator()
     n = 4099
@@ -75,7 +75,7 @@ def rma_fan_in(ctx):
     win.close()
 
 
-@case()
+@case(min_world=1)
 def rma_ordering_of_many_puts(ctx):
     comm = nc.get_communicator()
     k, n = 300, 256
@@ -98,7 +98,7 @@ def rma_ordering_of_many_puts(ctx):
     win.close()
 
 
-@case()
+@case(min_world=1)
 def rma_stress_10000_ops(ctx):
     """10,000 puts per rank around the ring with credit-based flow control;
     the receiver checksums everything it got on the GPU."""
@@ -130,7 +130,7 @@ def rma_stress_10000_ops(ctx):
     win.close()
 
 
-@case()
+@case(min_world=1)
 def rma_interleaved_with_collectives(ctx):
     comm = nc.get_communicator()
     n = 1 << 14

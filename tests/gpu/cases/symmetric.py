@@ -151,7 +151,7 @@ def symmetric_windows_for_nccl_memory(ctx):
     del m, pool, p, big, c
 
 
-@case()
+@case(min_world=1)
 def symmetric_windows_off(ctx):
     opts = nc.Options()
     opts.symmetric_max_bytes = 0

@@ -9,7 +9,7 @@ from tests.gpu.cases.common import check, make, wide
 from tests.gpu.registry import case
 
 
-@case()
+@case(min_world=1)
 def async_ops_wait_on_stream(ctx):
     w = ctx.world
     ins = [make(ctx, r, torch.float32, n=1 << 18) for r in range(w)]
@@ -33,7 +33,7 @@ def async_ops_wait_on_stream(ctx):
     assert torch.all(y == w * (w + 1)), "side-stream async all_reduce wrong"
 
 
-@case()
+@case(min_world=1)
 def futures_return_output_lists(ctx):
     w = ctx.world
     t = torch.full((1000,), float(ctx.rank + 1), device=ctx.device)
@@ -54,7 +54,7 @@ def futures_return_output_lists(ctx):
     assert isinstance(v, list) and torch.equal(v[0].cpu(), torch.arange(w).repeat_interleave(3).float())
 
 
-@case()
+@case(min_world=1)
 def dropped_tensors_stay_alive(ctx):
     w = ctx.world
     n = 1 << 22
@@ -71,7 +71,7 @@ def dropped_tensors_stay_alive(ctx):
         assert torch.all(res == exp), f"dropped-input all_reduce {i} corrupted"
 
 
-@case()
+@case(min_world=1)
 def cuda_graph_capture_and_replay(ctx):
     w = ctx.world
     dev = ctx.device
@@ -106,7 +106,7 @@ def cuda_graph_capture_and_replay(ctx):
             f"graph replay {it}: 10 chained all_reduces wrong"
 
 
-@case()
+@case(min_world=1)
 def many_small_async_ops(ctx):
     w = ctx.world
     ts = [torch.full((64,), float(i), device=ctx.device) for i in range(500)]
