@@ -1,4 +1,5 @@
 // Bindings of Communicator: the nccl.core-style API on a group's communicator.
+#include <c10/cuda/CUDAGuard.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/autograd/python_variable.h>
@@ -51,6 +52,27 @@ std::optional<ops::Buffer> on_root(const Communicator& c, int root, py::handle o
     return std::nullopt;
   }
   return as_optional_buffer(obj, name);
+}
+
+// A PreMulSum over one rank is its input times the factor.  NCCL 2.28.9's
+// one-rank PreMulSum kernel leaves the tail of larger odd-sized calls
+// unwritten, so such a call (outside a group, where its order with the scaling
+// below would not hold) runs as NCCL's SUM, a plain copy, and then scales its
+// output on the same stream.  The factor, or nothing for every other call.
+std::optional<at::Tensor> premul_alone(const Communicator& c, py::handle op) {
+  if (c.nranks() != 1 || ops::group_depth() > 0 || !py::isinstance<CustomRedOp>(op)) {
+    return std::nullopt;
+  }
+  return op.cast<CustomRedOp&>().scalar();
+}
+
+void scale_output(const Communicator& c, py::handle recvbuf, size_t count,
+                  const at::Tensor& factor, cudaStream_t stream) {
+  auto device = static_cast<c10::DeviceIndex>(c.device());
+  c10::cuda::CUDAGuard on_device(device);
+  c10::cuda::CUDAStreamGuard on_stream(c10::cuda::getStreamFromExternal(stream, device));
+  at::Tensor out = as_tensor(recvbuf, "recvbuf").reshape({-1}).narrow(0, 0, count);
+  out.mul_(factor.reshape({}));  // a CPU factor acts as a scalar
 }
 
 py::object window_or_none(const std::shared_ptr<Window>& w) {
@@ -151,9 +173,15 @@ void bind_communicator(py::module_& m) {
             auto r = as_buffer(recvbuf, "recvbuf");
             auto o = as_red_op(op, c, s.type);
             auto st = as_stream(stream, c.device());
+            auto factor = premul_alone(c, op);
             prof.mark(host_profile::kRawArgs);
-            without_gil([&] { ops::all_reduce(c, s, r, o, st, &fast::raw_all_reduce); });
+            without_gil([&] {
+              ops::all_reduce(c, s, r, factor ? ncclSum : o, st, &fast::raw_all_reduce);
+            });
             prof.mark(host_profile::kRawNoGil);
+            if (factor) {
+              scale_output(c, recvbuf, s.count, *factor, st);
+            }
           },
           arg("sendbuf"), arg("recvbuf"), arg("op"), kw_only(), arg("stream") = py::none(),
           "ncclAllReduce of sendbuf into recvbuf (up to NCCL_CORE_FAST_PATH_MAX_BYTES, "
@@ -167,7 +195,11 @@ void bind_communicator(py::module_& m) {
             auto r = on_root(c, rt, recvbuf, "recvbuf");
             auto o = as_red_op(op, c, s.type);
             auto st = as_stream(stream, c.device());
-            without_gil([&] { ops::reduce(c, s, r, o, rt, st); });
+            auto factor = premul_alone(c, op);
+            without_gil([&] { ops::reduce(c, s, r, factor ? ncclSum : o, rt, st); });
+            if (factor && r) {
+              scale_output(c, recvbuf, s.count, *factor, st);
+            }
           },
           arg("sendbuf"), arg("recvbuf"), arg("op"), arg("root") = py::none(), kw_only(),
           arg("stream") = py::none(), "ncclReduce to `root` (None: all-reduce).")
@@ -212,7 +244,11 @@ void bind_communicator(py::module_& m) {
             auto r = as_buffer(recvbuf, "recvbuf");
             auto o = as_red_op(op, c, s.type);
             auto st = as_stream(stream, c.device());
-            without_gil([&] { ops::reduce_scatter(c, s, r, o, st); });
+            auto factor = premul_alone(c, op);
+            without_gil([&] { ops::reduce_scatter(c, s, r, factor ? ncclSum : o, st); });
+            if (factor) {
+              scale_output(c, recvbuf, s.count, *factor, st);
+            }
           },
           arg("sendbuf"), arg("recvbuf"), arg("op"), kw_only(), arg("stream") = py::none(),
           "ncclReduceScatter: sendbuf holds nranks blocks, recvbuf gets this rank's.")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 import torch.distributed as dist
 
+import nccl_core_backend as nc
+
 from tests.gpu.cases.common import (
     DTYPES, OPS, check, expect_raises, make, op_valid, poison, reduce_op, reduce_ref, factor_for,
 )
@@ -138,7 +140,8 @@ def all_reduce_large_and_empty(ctx):
 def averages_and_premul_sums_of_larger_odd_sizes(ctx):
     """AVG and PREMUL_SUM past the fast path's limit, at counts no block size
     divides: every element, the last ones included (NCCL 2.28.9's one-rank
-    path leaves such a tail unwritten, so a group of one reduces by itself)."""
+    path leaves such a tail unwritten, so a group of one reduces by itself),
+    through torch.distributed and through the raw API's PreMulSum ops."""
     w, r = ctx.world, ctx.rank
     for dtype in (torch.float32, torch.bfloat16, torch.float64):
         for op in ("AVG", "PREMUL_SUM", "PREMUL_SUM_DEV"):
@@ -155,3 +158,27 @@ def averages_and_premul_sums_of_larger_odd_sizes(ctx):
             dist.reduce_scatter_tensor(out, full[r].to(ctx.device), op=reduce_op(op, ctx, dtype))
             want = reduce_ref(full, op, dtype, f)[r * per:(r + 1) * per]
             check(out, want, dtype, op, w, f"reduce_scatter_tensor n={per}")
+    # The raw API, with PreMulSum ops of this communicator (host and device
+    # factors): allreduce, reduce to rank 0, reduce_scatter.
+    comm = nc.get_communicator()
+    n = 70001
+    for dtype in (torch.float32, torch.bfloat16):
+        f = factor_for(ctx, dtype)
+        for residence, op in (("host", comm.create_pre_mul_sum(f, dtype)),
+                              ("device", comm.create_pre_mul_sum(
+                                  torch.tensor([f], dtype=dtype, device=ctx.device)))):
+            inputs = [make(ctx, q, dtype, n=n, salt=17) for q in range(w)]
+            ref = reduce_ref(inputs, "PREMUL_SUM", dtype, f)
+            out = poison((n,), dtype, ctx.device)
+            comm.allreduce(inputs[r].to(ctx.device), out, op)
+            check(out, ref, dtype, "PREMUL_SUM", w, f"raw allreduce ({residence}) n={n}")
+            out = poison((n,), dtype, ctx.device)
+            comm.reduce(inputs[r].to(ctx.device), out, op, root=0)
+            if r == 0:
+                check(out, ref, dtype, "PREMUL_SUM", w, f"raw reduce ({residence}) n={n}")
+            full = [make(ctx, q, dtype, n=n * w, salt=19) for q in range(w)]
+            out = poison((n,), dtype, ctx.device)
+            comm.reduce_scatter(full[r].to(ctx.device), out, op)
+            want = reduce_ref(full, "PREMUL_SUM", dtype, f)[r * n:(r + 1) * n]
+            check(out, want, dtype, "PREMUL_SUM", w, f"raw reduce_scatter ({residence}) n={n}")
+            op.close()
