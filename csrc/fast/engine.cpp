@@ -1,6 +1,5 @@
 #include "fast/engine.h"
 
-
 #include "comm/communicator.h"
 #include "comm/resources.h"
 #include "fast/launcher.h"

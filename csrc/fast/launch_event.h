@@ -1,7 +1,7 @@
-// The engine's ordering event (engine.h, follow / mark_launched): a bare
-// cudaEvent_t recorded after each launch outside graph capture.  It costs one
-// cudaEventRecord per call; at::cuda::CUDAEvent added a device guard and a
-// stream wrapper to each record, on the host path of every small collective.
+// The engine's ordering event (engine.h, follow / mark_launched), for the
+// launches its tickets cannot order: one without a ticket, or on a device
+// without 64-bit stream waits.  A bare cudaEvent_t: at::cuda::CUDAEvent added
+// a device guard and a stream wrapper to each record.
 #pragma once
 
 #include <cuda_runtime_api.h>
