@@ -13,6 +13,7 @@ gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
 # NCCL_CORE_BENCH_WORLDS picks the world sizes (default "2 4");
 # NCCL_CORE_BENCH_MIN_BYTES / NCCL_CORE_BENCH_MAX_BYTES bound the main sweep
 # (default 8 B .. 1 GiB);
+# NCCL_CORE_BENCH_HOST_WORLDS the world sizes of bench/hostpath.py (default "1 2 4");
 # NCCL_CORE_BENCH_FAST_BYTES is the fast-path limit of the second sweep
 # (default 4 MiB; 0 skips it); NCCL_CORE_BENCH_DEVICE=0 skips bench/device.py.
 max_bytes=${NCCL_CORE_BENCH_MAX_BYTES:-1073741824}
@@ -37,10 +38,13 @@ for n in ${NCCL_CORE_BENCH_WORLDS:-2 4}; do
     > "$WORK/device-$n.log" 2>&1 || echo "device $n: exit $?"
   cat "$WORK/device-$n/results.md" 2>/dev/null
 done
-echo "== host µs per small all_reduce, layer by layer, 2 GPUs"
-timeout 120 torchrun --nproc-per-node=2 bench/hostpath.py --out "$WORK/hostpath.json" \
-  > "$WORK/hostpath.log" 2>&1 || echo "hostpath: exit $?"
-grep "^|\|^world" "$WORK/hostpath.log"
+for n in ${NCCL_CORE_BENCH_HOST_WORLDS:-1 2 4}; do
+  [ "$gpus" -ge "$n" ] || continue
+  echo "== host µs per small all_reduce, layer by layer, $n GPU(s)"
+  timeout 120 torchrun --nproc-per-node=$n bench/hostpath.py --out "$WORK/hostpath-$n.json" \
+    > "$WORK/hostpath-$n.log" 2>&1 || echo "hostpath $n: exit $?"
+  grep "^|\|^world\|^Phases" "$WORK/hostpath-$n.log"
+done
 [ "${NCCL_CORE_BENCH_RMA:-1}" = 1 ] || exit 0
 echo "== rma, 2 GPUs"
 timeout 180 torchrun --nproc-per-node=2 bench/rma.py --out "$WORK/rma.json" > "$WORK/rma.log" 2>&1 \
