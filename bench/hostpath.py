@@ -34,13 +34,12 @@ from __future__ import annotations
 import argparse
 import ctypes
 import json
-import statistics
 import time
 
 import torch
 import torch.distributed as dist
 
-from sidebyside import init_side_by_side
+from sidebyside import burst_us, init_side_by_side
 
 import nccl_core_backend as nc
 
@@ -59,26 +58,6 @@ def loop_us(fn, iters: int) -> float:
     t1 = time.perf_counter()
     torch.cuda.synchronize()
     return (t1 - t0) / iters * 1e6
-
-
-def burst_us(fn, bursts: int = 100, size: int = 32) -> float:
-    """Host µs per call: median over bursts of `size` calls, each burst started
-    on an idle GPU (ranks need not be in step: a kernel waiting for a peer
-    does not hold up the host below the queue's depth)."""
-    for _ in range(20):
-        fn()
-    torch.cuda.synchronize()
-    dist.barrier()
-    per_call = []
-    for _ in range(bursts):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(size):
-            fn()
-        per_call.append((time.perf_counter() - t0) / size * 1e6)
-    torch.cuda.synchronize()
-    dist.barrier()
-    return statistics.median(per_call)
 
 
 def measure(fn, iters: int) -> tuple[float, float]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import statistics
+import time
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 
@@ -23,6 +25,26 @@ def init_side_by_side():
     torch.cuda.set_device(device)
     dist.init_process_group("cpu:gloo,cuda:nccl_core")
     return device, dist.get_rank(), dist.get_world_size(), dist.new_group(backend="nccl")
+
+
+def burst_us(fn, bursts: int = 100, size: int = 32) -> float:
+    """Host µs per call: median over bursts of `size` calls, each burst started
+    on an idle GPU (ranks need not be in step: a kernel waiting for a peer
+    does not hold up the host below the queue's depth)."""
+    for _ in range(20):
+        fn()
+    torch.cuda.synchronize()
+    dist.barrier()
+    per_call = []
+    for _ in range(bursts):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(size):
+            fn()
+        per_call.append((time.perf_counter() - t0) / size * 1e6)
+    torch.cuda.synchronize()
+    dist.barrier()
+    return statistics.median(per_call)
 
 
 def gpu_seconds(fn, iters: int, warmup: int = 1, barrier: bool = False) -> float:
