@@ -1,0 +1,230 @@
+// Communicator creation: ncclCommInitRankConfig (bounded in time, blocking
+// or not), and children by ncclCommSplit / ncclCommShrink.  The rest of the
+// Communicator (lifetime, resources, errors) is in communicator.cpp.
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "comm/communicator.h"
+#include "comm/device_scope.h"
+#include "comm/host_call.h"
+#include "nccl/api.h"
+
+namespace nccl_core {
+
+namespace {
+
+ncclConfig_t to_nccl(const CommConfig& c) {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = c.blocking ? 1 : 0;
+  config.cgaClusterSize = c.cga_cluster_size;
+  config.minCTAs = c.min_ctas;
+  config.maxCTAs = c.max_ctas;
+  config.splitShare = c.split_share;
+  config.CTAPolicy = c.cta_policy;
+  config.trafficClass = c.traffic_class;
+  config.netName = c.net_name.empty() ? nullptr : c.net_name.c_str();
+  config.commName = c.comm_name.empty() ? nullptr : c.comm_name.c_str();
+  return config;
+}
+
+// Polls a freshly created/split comm; aborts and throws on error or timeout.
+void await_comm(ncclComm_t comm, std::chrono::milliseconds timeout,
+                const char* what) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  auto pause = std::chrono::microseconds(10);
+  while (true) {
+    ncclResult_t state = ncclSuccess;
+    ncclResult_t r = ncclCommGetAsyncError(comm, &state);
+    if (r != ncclSuccess) {
+      state = r;
+    }
+    if (state == ncclSuccess) {
+      return;
+    }
+    if (state != ncclInProgress) {
+      std::string last = ncclGetLastError(comm);
+      (void)ncclCommAbort(comm);
+      throw NcclError(state, std::string(what) + " failed: " +
+                                 ncclGetErrorString(state) +
+                                 (last.empty() ? "" : " (" + last + ")"));
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      (void)ncclCommAbort(comm);
+      throw NcclError(
+          ncclInProgress,
+          std::string(what) + " did not complete within " +
+              std::to_string(timeout.count()) +
+              " ms (a rank may be missing or stuck); communicator aborted");
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
+}
+
+} // namespace
+
+ncclUniqueId Communicator::new_unique_id() {
+  ncclUniqueId id;
+  NCCL_CORE_CHECK(nullptr, ncclGetUniqueId(&id));
+  return id;
+}
+
+std::shared_ptr<Communicator> Communicator::adopt(
+    ncclComm_t comm, int device, std::chrono::milliseconds timeout,
+    bool blocking, const char* what) {
+  await_comm(comm, timeout, what);
+  int nranks = 0, rank = 0;
+  NCCL_CORE_CHECK(comm, ncclCommCount(comm, &nranks));
+  NCCL_CORE_CHECK(comm, ncclCommUserRank(comm, &rank));
+  return std::shared_ptr<Communicator>(
+      new Communicator(comm, nranks, rank, device, timeout, blocking));
+}
+
+namespace {
+
+// A blocking ncclCommInitRankConfig on a helper thread, so that the caller
+// can give up after `timeout` (there is no handle to abort yet).  A late
+// result of an abandoned init is aborted by the helper itself.
+ncclComm_t init_bounded(const ncclUniqueId& id, int nranks, int rank, int device,
+                        const CommConfig& config, std::chrono::milliseconds timeout) {
+  struct Job {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool done = false, abandoned = false;
+    ncclComm_t comm = nullptr;
+    ncclResult_t result = ncclSuccess;
+    std::string last;
+  };
+  auto job = std::make_shared<Job>();
+  std::thread([job, id, nranks, rank, device, config] {
+    (void)cudaSetDevice(device);
+    ncclConfig_t cfg = to_nccl(config);
+    ncclComm_t comm = nullptr;
+    ncclResult_t r = ncclCommInitRankConfig(&comm, nranks, id, rank, &cfg);
+    const char* last = ncclGetLastError(comm);
+    std::lock_guard<std::mutex> lock(job->mutex);
+    job->comm = comm;
+    job->result = r;
+    job->last = last == nullptr ? "" : last;
+    job->done = true;
+    if (job->abandoned && comm != nullptr) {
+      (void)ncclCommAbort(comm);
+    }
+    job->cv.notify_all();
+  }).detach();
+  std::unique_lock<std::mutex> lock(job->mutex);
+  if (!job->cv.wait_for(lock, timeout, [&] { return job->done; })) {
+    job->abandoned = true;
+    throw NcclError(ncclInProgress,
+                    "ncclCommInitRankConfig did not complete within " +
+                        std::to_string(timeout.count()) + " ms (a rank may be missing or stuck)");
+  }
+  if (job->result != ncclSuccess) {
+    if (job->comm != nullptr) {
+      (void)ncclCommAbort(job->comm);
+    }
+    throw NcclError(job->result, std::string("ncclCommInitRankConfig failed: ") +
+                                     ncclGetErrorString(job->result) +
+                                     (job->last.empty() ? "" : " (" + job->last + ")"));
+  }
+  return job->comm;
+}
+
+} // namespace
+
+std::shared_ptr<Communicator> Communicator::create(
+    const ncclUniqueId& id, int nranks, int rank, int device,
+    const CommConfig& config, std::chrono::milliseconds timeout) {
+  DeviceScope scope(device);
+  if (config.blocking) {
+    return adopt(init_bounded(id, nranks, rank, device, config, timeout), device, timeout, true,
+                 "ncclCommInitRankConfig");
+  }
+  ncclConfig_t cfg = to_nccl(config);
+  ncclComm_t comm = nullptr;
+  ncclResult_t r = ncclCommInitRankConfig(&comm, nranks, id, rank, &cfg);
+  if (r != ncclSuccess && r != ncclInProgress) {
+    if (comm != nullptr) {
+      (void)ncclCommAbort(comm);
+    }
+    NCCL_CORE_CHECK(nullptr, r);
+  }
+  return adopt(comm, device, timeout, false, "ncclCommInitRankConfig");
+}
+
+template <class F>
+std::shared_ptr<Communicator> Communicator::make_child(const char* what, bool blocking,
+                                                       std::chrono::milliseconds timeout,
+                                                       F&& start) {
+  ncclComm_t parent = get();
+  ncclComm_t child = nullptr;
+  if (blocking_) {
+    // Collective on the parent: bounded like any blocking host call.
+    HostCall guard(*this, what);
+    ncclResult_t r = start(&child);
+    guard.rethrow_if_expired();
+    NCCL_CORE_CHECK(parent, r);
+  } else {
+    ncclResult_t r = start(&child);
+    if (r != ncclSuccess && r != ncclInProgress) {
+      NCCL_CORE_CHECK(parent, r);
+    }
+    // A non-blocking parent hands out the child only when the job finishes;
+    // polling the parent completes that job.  After NCCL_SHRINK_ABORT the
+    // parent may report an error, so wait on the handle itself.
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (true) {
+      ncclResult_t state = ncclSuccess;
+      (void)ncclCommGetAsyncError(parent, &state);
+      if (__atomic_load_n(&child, __ATOMIC_ACQUIRE) != nullptr) {
+        break;
+      }
+      if (state == ncclSuccess) {
+        return nullptr;  // NCCL_SPLIT_NOCOLOR: finished without a child
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw NcclError(ncclInProgress, std::string(what) + " did not produce a communicator within " +
+                                            std::to_string(timeout.count()) + " ms");
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  }
+  if (child == nullptr) {
+    return nullptr;
+  }
+  return adopt(child, device_, timeout, blocking, what);
+}
+
+std::shared_ptr<Communicator> Communicator::split(
+    int color, int key, const CommConfig& config,
+    std::chrono::milliseconds timeout) {
+  DeviceScope scope(device_);
+  ncclConfig_t cfg = to_nccl(config);
+  ncclComm_t parent = get();
+  return make_child("ncclCommSplit", config.blocking, timeout, [&](ncclComm_t* child) {
+    return ncclCommSplit(parent, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, child, &cfg);
+  });
+}
+
+std::shared_ptr<Communicator> Communicator::shrink(
+    const std::vector<int>& exclude, int flags, const CommConfig& config,
+    std::chrono::milliseconds timeout) {
+  DeviceScope scope(device_);
+  ncclConfig_t cfg = to_nccl(config);
+  ncclComm_t parent = get();
+  if (flags & NCCL_SHRINK_ABORT) {
+    // NCCL aborts the parent's kernels; ours must stop waiting as well.
+    raise_abort_flag();
+  }
+  std::vector<int> ranks(exclude);
+  auto child = make_child("ncclCommShrink", config.blocking, timeout, [&](ncclComm_t* out) {
+    return ncclCommShrink(parent, ranks.data(), static_cast<int>(ranks.size()), out, &cfg, flags);
+  });
+  if (!child) {
+    throw NcclError(ncclInternalError, "ncclCommShrink produced no communicator for this rank");
+  }
+  return child;
+}
+
+} // namespace nccl_core
