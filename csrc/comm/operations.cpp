@@ -146,6 +146,12 @@ void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& re
   }
 }
 
+bool all_reduce_now(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
+                    ncclRedOp_t op, cudaStream_t stream, AllReduceAlt alt) {
+  void* out = rooted_recv(c, send, recv, -1, send.count, "allreduce");
+  return t_depth == 0 && alt(c, send, out, alone(c, op), stream);
+}
+
 void all_reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
                 ncclRedOp_t op, cudaStream_t stream, AllReduceAlt alt) {
   void* out = rooted_recv(c, send, recv, -1, send.count, "allreduce");

@@ -44,6 +44,11 @@ using AllReduceAlt = bool (*)(Communicator& c, const Buffer& send, void* out, nc
                               cudaStream_t stream);
 void all_reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
                 ncclRedOp_t op, cudaStream_t stream, AllReduceAlt alt);
+// The same checks, then `alt` alone (outside any group): whether it ran the
+// call.  NCCL is never called (the caller may hold a lock that NCCL's waits
+// must not).
+bool all_reduce_now(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
+                    ncclRedOp_t op, cudaStream_t stream, AllReduceAlt alt);
 void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,
                cudaStream_t stream);
 // root < 0: all-gather; else ncclGather, `recv` needed on root only.

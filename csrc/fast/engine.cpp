@@ -75,6 +75,10 @@ void Engine::set_up(Communicator& comm, cudaStream_t stream) {
   shared_ = s;
 }
 
+bool Engine::is_set_up() const {
+  return !disabled_ && window_ && window_->is_valid();
+}
+
 void Engine::observe(cudaStream_t stream) {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   NCCL_CORE_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));

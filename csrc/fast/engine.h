@@ -72,6 +72,9 @@ class Engine {
   bool all_reduce_pushed(Communicator& comm, char* const* peers, size_t count,
                          ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream);
   const PushConfig& push_config() const { return push_; }
+  // Whether the scratch window is made, so that an eligible call costs a
+  // launch and waits for nothing on the host.
+  bool is_set_up() const;
 
   // Calls that took the path so far, staged and pushed; pushed ones alone.
   uint64_t calls() const { return calls_.load(std::memory_order_relaxed); }

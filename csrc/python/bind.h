@@ -9,6 +9,7 @@ namespace pybind11_ns = pybind11;
 
 void bind_backend(pybind11_ns::module_& m);       // backend.cpp
 void bind_communicator(pybind11_ns::module_& m);  // communicator.cpp
+void bind_raw_ops(pybind11_ns::module_& m);       // raw_ops.cpp (after bind_communicator)
 void bind_resources(pybind11_ns::module_& m);     // resources.cpp
 void bind_memory(pybind11_ns::module_& m);        // memory.cpp
 void bind_rma(pybind11_ns::module_& m);           // rma.cpp (after bind_communicator)

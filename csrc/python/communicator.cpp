@@ -1,5 +1,5 @@
-// Bindings of Communicator: the nccl.core-style API on a group's communicator.
-#include <c10/cuda/CUDAGuard.h>
+// Bindings of Communicator: the nccl.core-style API on a group's communicator
+// (its operations: raw_ops.cpp; one-sided ones: rma.cpp).
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/autograd/python_variable.h>
@@ -16,7 +16,6 @@
 #include "python/bind.h"
 #include "python/convert.h"
 #include "rma/signals.h"
-#include "util/host_profile.h"
 
 namespace py = pybind11;
 
@@ -26,53 +25,14 @@ namespace {
 
 using CommPtr = std::shared_ptr<Communicator>;
 using py::arg;
-using py::kw_only;
 
 py::object constants() {
   return py::module_::import("nccl_core_backend.constants");
 }
 
-// Runs an enqueue with the GIL released (non-blocking comms may poll).
-template <class Fn>
-void without_gil(Fn&& fn) {
-  py::gil_scoped_release release;
-  fn();
-}
-
 // The storage that keeps a registered buffer's memory alive.
 c10::Storage storage_of(const at::Tensor& t) {
   return t.storage();
-}
-
-// A buffer only `root` reads or writes (root < 0: every rank does); None or
-// anything else is ignored on the other ranks.
-std::optional<ops::Buffer> on_root(const Communicator& c, int root, py::handle obj,
-                                   const char* name) {
-  if (root >= 0 && root != c.rank()) {
-    return std::nullopt;
-  }
-  return as_optional_buffer(obj, name);
-}
-
-// A PreMulSum over one rank is its input times the factor.  NCCL 2.28.9's
-// one-rank PreMulSum kernel leaves the tail of larger odd-sized calls
-// unwritten, so such a call (outside a group, where its order with the scaling
-// below would not hold) runs as NCCL's SUM, a plain copy, and then scales its
-// output on the same stream.  The factor, or nothing for every other call.
-std::optional<at::Tensor> premul_alone(const Communicator& c, py::handle op) {
-  if (c.nranks() != 1 || ops::group_depth() > 0 || !py::isinstance<CustomRedOp>(op)) {
-    return std::nullopt;
-  }
-  return op.cast<CustomRedOp&>().scalar();
-}
-
-void scale_output(const Communicator& c, py::handle recvbuf, size_t count,
-                  const at::Tensor& factor, cudaStream_t stream) {
-  auto device = static_cast<c10::DeviceIndex>(c.device());
-  c10::cuda::CUDAGuard on_device(device);
-  c10::cuda::CUDAStreamGuard on_stream(c10::cuda::getStreamFromExternal(stream, device));
-  at::Tensor out = as_tensor(recvbuf, "recvbuf").reshape({-1}).narrow(0, 0, count);
-  out.mul_(factor.reshape({}));  // a CPU factor acts as a scalar
 }
 
 py::object window_or_none(const std::shared_ptr<Window>& w) {
@@ -162,135 +122,6 @@ void bind_communicator(py::module_& m) {
           "destroy() it; it is aborted when garbage-collected.")
       .def("_resource_count", &Communicator::resource_count)
       .def("_fast_path_calls", [](Communicator& c) { return fast::raw_fast_path_calls(c); })
-
-      // --- raw operations --------------------------------------------------
-      .def(
-          "allreduce",
-          [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle op,
-             py::handle stream) {
-            host_profile::Timer prof;
-            auto s = as_buffer(sendbuf, "sendbuf");
-            auto r = as_buffer(recvbuf, "recvbuf");
-            auto o = as_red_op(op, c, s.type);
-            auto st = as_stream(stream, c.device());
-            auto factor = premul_alone(c, op);
-            prof.mark(host_profile::kRawArgs);
-            without_gil([&] {
-              ops::all_reduce(c, s, r, factor ? ncclSum : o, st, &fast::raw_all_reduce);
-            });
-            prof.mark(host_profile::kRawNoGil);
-            if (factor) {
-              scale_output(c, recvbuf, s.count, *factor, st);
-            }
-          },
-          arg("sendbuf"), arg("recvbuf"), arg("op"), kw_only(), arg("stream") = py::none(),
-          "ncclAllReduce of sendbuf into recvbuf (up to NCCL_CORE_FAST_PATH_MAX_BYTES, "
-          "default 256 KiB, one nccl_core kernel over NVLink where every rank is reachable).")
-      .def(
-          "reduce",
-          [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle op,
-             py::handle root, py::handle stream) {
-            int rt = as_root(root);
-            auto s = as_buffer(sendbuf, "sendbuf");
-            auto r = on_root(c, rt, recvbuf, "recvbuf");
-            auto o = as_red_op(op, c, s.type);
-            auto st = as_stream(stream, c.device());
-            auto factor = premul_alone(c, op);
-            without_gil([&] { ops::reduce(c, s, r, factor ? ncclSum : o, rt, st); });
-            if (factor && r) {
-              scale_output(c, recvbuf, s.count, *factor, st);
-            }
-          },
-          arg("sendbuf"), arg("recvbuf"), arg("op"), arg("root") = py::none(), kw_only(),
-          arg("stream") = py::none(), "ncclReduce to `root` (None: all-reduce).")
-      .def(
-          "broadcast",
-          [](Communicator& c, py::handle sendbuf, py::handle recvbuf, int root,
-             py::handle stream) {
-            auto s = on_root(c, root, sendbuf, "sendbuf");
-            auto r = as_buffer(recvbuf, "recvbuf");
-            auto st = as_stream(stream, c.device());
-            without_gil([&] { ops::broadcast(c, s, r, root, st); });
-          },
-          arg("sendbuf"), arg("recvbuf"), arg("root"), kw_only(), arg("stream") = py::none(),
-          "ncclBroadcast from `root` (sendbuf is only read there).")
-      .def(
-          "allgather",
-          [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle stream) {
-            auto s = as_buffer(sendbuf, "sendbuf");
-            auto r = as_buffer(recvbuf, "recvbuf");
-            auto st = as_stream(stream, c.device());
-            without_gil([&] { ops::gather(c, s, r, -1, st); });
-          },
-          arg("sendbuf"), arg("recvbuf"), kw_only(), arg("stream") = py::none(),
-          "ncclAllGather: recvbuf holds nranks blocks of sendbuf's size.")
-      .def(
-          "gather",
-          [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle root,
-             py::handle stream) {
-            int rt = as_root(root);
-            auto s = as_buffer(sendbuf, "sendbuf");
-            auto r = on_root(c, rt, recvbuf, "recvbuf");
-            auto st = as_stream(stream, c.device());
-            without_gil([&] { ops::gather(c, s, r, rt, st); });
-          },
-          arg("sendbuf"), arg("recvbuf"), arg("root") = py::none(), kw_only(),
-          arg("stream") = py::none(), "ncclGather to `root` (None: all-gather).")
-      .def(
-          "reduce_scatter",
-          [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle op,
-             py::handle stream) {
-            auto s = as_buffer(sendbuf, "sendbuf");
-            auto r = as_buffer(recvbuf, "recvbuf");
-            auto o = as_red_op(op, c, s.type);
-            auto st = as_stream(stream, c.device());
-            auto factor = premul_alone(c, op);
-            without_gil([&] { ops::reduce_scatter(c, s, r, factor ? ncclSum : o, st); });
-            if (factor) {
-              scale_output(c, recvbuf, s.count, *factor, st);
-            }
-          },
-          arg("sendbuf"), arg("recvbuf"), arg("op"), kw_only(), arg("stream") = py::none(),
-          "ncclReduceScatter: sendbuf holds nranks blocks, recvbuf gets this rank's.")
-      .def(
-          "alltoall",
-          [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle stream) {
-            auto s = as_buffer(sendbuf, "sendbuf");
-            auto r = as_buffer(recvbuf, "recvbuf");
-            auto st = as_stream(stream, c.device());
-            without_gil([&] { ops::alltoall(c, s, r, st); });
-          },
-          arg("sendbuf"), arg("recvbuf"), kw_only(), arg("stream") = py::none(),
-          "ncclAlltoAll: block i of sendbuf goes to rank i.")
-      .def(
-          "scatter",
-          [](Communicator& c, py::handle sendbuf, py::handle recvbuf, int root,
-             py::handle stream) {
-            auto s = on_root(c, root, sendbuf, "sendbuf");
-            auto r = as_buffer(recvbuf, "recvbuf");
-            auto st = as_stream(stream, c.device());
-            without_gil([&] { ops::scatter(c, s, r, root, st); });
-          },
-          arg("sendbuf"), arg("recvbuf"), arg("root"), kw_only(), arg("stream") = py::none(),
-          "ncclScatter from `root`: rank i receives block i of sendbuf.")
-      .def(
-          "send",
-          [](Communicator& c, py::handle sendbuf, int peer, py::handle stream) {
-            auto s = as_buffer(sendbuf, "sendbuf");
-            auto st = as_stream(stream, c.device());
-            without_gil([&] { ops::send(c, s, peer, st); });
-          },
-          arg("sendbuf"), arg("peer"), kw_only(), arg("stream") = py::none(),
-          "ncclSend to `peer`.")
-      .def(
-          "recv",
-          [](Communicator& c, py::handle recvbuf, int peer, py::handle stream) {
-            auto r = as_buffer(recvbuf, "recvbuf");
-            auto st = as_stream(stream, c.device());
-            without_gil([&] { ops::recv(c, r, peer, st); });
-          },
-          arg("recvbuf"), arg("peer"), kw_only(), arg("stream") = py::none(),
-          "ncclRecv from `peer`.")
 
       // --- resources -------------------------------------------------------
       .def(

@@ -1,6 +1,9 @@
 #include "python/convert.h"
 
+#include <limits>
+
 #include <ATen/cuda/CUDAContext.h>
+#include <torch/csrc/Stream.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
@@ -42,6 +45,19 @@ std::optional<ops::Buffer> as_optional_buffer(py::handle obj, const char* name) 
 cudaStream_t as_stream(py::handle obj, int device) {
   if (obj.is_none()) {
     return at::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
+  }
+  // torch.cuda.Stream and ExternalStream are torch.Stream objects: read the
+  // stream from the object itself (its cuda_stream attribute costs two
+  // lookups and an int conversion).
+  if (PyObject_TypeCheck(obj.ptr(), THPStreamClass)) {
+    auto* s = reinterpret_cast<THPStream*>(obj.ptr());
+    if (s->device_type == static_cast<int64_t>(c10::DeviceType::CUDA)) {
+      NCCL_CORE_REQUIRE(s->device_index == device, "stream is on device cuda:",
+                        s->device_index, ", but communicator is on device ", device);
+      c10::Stream stream = c10::Stream::unpack3(
+          s->stream_id, static_cast<c10::DeviceIndex>(s->device_index), c10::DeviceType::CUDA);
+      return c10::cuda::CUDAStream(stream).stream();
+    }
   }
   if (PyBool_Check(obj.ptr())) {
     throw py::type_error("stream must not be a bool");
@@ -111,6 +127,13 @@ long long as_int(py::handle obj, const char* name) {
                     " must be an int, got ",
                     std::string(py::str(py::type::of(obj).attr("__name__"))));
   return obj.cast<long long>();
+}
+
+int as_rank(py::handle obj, const char* name) {
+  long long v = as_int(obj, name);
+  NCCL_CORE_REQUIRE(v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max(),
+                    name, " ", v, " is outside the communicator");
+  return static_cast<int>(v);
 }
 
 int as_root(py::handle obj) {

@@ -28,8 +28,8 @@ ops::Buffer as_buffer(py::handle obj, const char* name);
 // None -> nullopt (for buffers that only the root needs).
 std::optional<ops::Buffer> as_optional_buffer(py::handle obj, const char* name);
 
-// None -> torch's current stream on `device`; an int handle; torch.cuda.Stream;
-// objects with __cuda_stream__ (cuda.core) or .ptr (CuPy).
+// None -> torch's current stream on `device`; an int handle; a torch.cuda.Stream
+// (on `device`); objects with __cuda_stream__ (cuda.core) or .ptr (CuPy).
 cudaStream_t as_stream(py::handle obj, int device);
 
 // NcclRedOp / int / torch.distributed.ReduceOp (SUM, PRODUCT, MIN, MAX, AVG)
@@ -38,6 +38,10 @@ ncclRedOp_t as_red_op(py::handle obj, const Communicator& comm, ncclDataType_t t
 
 // An int (IntEnum members included, bool refused); NcclInvalid naming `name`.
 long long as_int(py::handle obj, const char* name);
+
+// An int that fits a rank (the operation checks it against the
+// communicator's size); NcclInvalid naming `name` otherwise.
+int as_rank(py::handle obj, const char* name);
 
 // None -> -1 (all-reduce / all-gather), else a root rank.
 int as_root(py::handle obj);

@@ -70,6 +70,7 @@ PYBIND11_MODULE(_C, m) {
   nccl_core::python::bind_backend(m);
   nccl_core::python::bind_resources(m);
   nccl_core::python::bind_communicator(m);
+  nccl_core::python::bind_raw_ops(m);
   nccl_core::python::bind_memory(m);
   nccl_core::python::bind_rma(m);
   nccl_core::python::bind_device(m);

@@ -9,6 +9,7 @@
 #include "nccl/types.h"
 #include "python/bind.h"
 #include "python/convert.h"
+#include "python/fastcall.h"
 #include "rma/signals.h"
 
 namespace py = pybind11;
@@ -38,66 +39,64 @@ rma::WaitDesc as_wait_desc(py::handle d) {
 } // namespace
 
 void bind_rma(py::module_& m) {
-  auto cls = py::reinterpret_borrow<py::class_<Communicator, std::shared_ptr<Communicator>>>(
-      m.attr("Communicator"));
-  cls.def(
-         "put_signal",
-         [](Communicator& c, py::handle local_buffer, int peer, py::handle peer_window,
-            py::handle peer_window_offset, py::handle signal_index, py::handle context,
-            py::handle flags, py::handle stream) {
-           require_zero(signal_index, "signal_index");
-           require_zero(context, "context");
-           require_zero(flags, "flags");
-           NCCL_CORE_REQUIRE(py::isinstance<Window>(peer_window),
-                             "peer_window must be a RegisteredWindowHandle");
-           const Window& w = peer_window.cast<const Window&>();
-           auto src = as_buffer(local_buffer, "local_buffer");
-           long long off = as_int(peer_window_offset, "peer_window_offset");
-           NCCL_CORE_REQUIRE(off >= 0, "peer_window_offset ", off, " must be >= 0");
-           // The offset counts elements of the local buffer's dtype.
-           size_t bytes = static_cast<size_t>(off) * types::element_size(src.type);
-           auto st = as_stream(stream, c.device());
-           py::gil_scoped_release release;
-           rma::put_signal(c, src, peer, w, bytes, st);
-         },
-         py::arg("local_buffer"), py::arg("peer"), py::arg("peer_window"),
-         py::arg("peer_window_offset") = 0, py::arg("signal_index") = 0, py::arg("context") = 0,
-         py::arg("flags") = 0, py::kw_only(), py::arg("stream") = py::none(),
-         "Puts local_buffer into peer's copy of the window (offset in elements) and "
-         "signals the peer.")
-      .def(
-          "signal",
-          [](Communicator& c, int peer, py::handle signal_index, py::handle context,
-             py::handle flags, py::handle stream) {
-            require_zero(signal_index, "signal_index");
-            require_zero(context, "context");
-            require_zero(flags, "flags");
-            auto st = as_stream(stream, c.device());
-            py::gil_scoped_release release;
-            rma::signal(c, peer, st);
-          },
-          py::arg("peer"), py::arg("signal_index") = 0, py::arg("context") = 0,
-          py::arg("flags") = 0, py::kw_only(), py::arg("stream") = py::none(),
-          "Sends a signal to peer, after the stream's earlier work.")
-      .def(
-          "wait_signal",
-          [](Communicator& c, py::handle descs, py::handle stream) {
-            std::vector<rma::WaitDesc> list;
-            if (py::hasattr(descs, "peer")) {
-              list.push_back(as_wait_desc(descs));
-            } else {
-              NCCL_CORE_REQUIRE(py::isinstance<py::sequence>(descs),
-                                "descs must be a WaitSignalDesc or a sequence of them");
-              for (py::handle d : descs) {
-                list.push_back(as_wait_desc(d));
-              }
-            }
-            auto st = as_stream(stream, c.device());
-            py::gil_scoped_release release;
-            rma::wait_signal(c, list, st);
-          },
-          py::arg("descs"), py::kw_only(), py::arg("stream") = py::none(),
-          "Blocks the stream until the described signals have arrived.");
+  py::handle cls = m.attr("Communicator");
+  // Vectorcall methods (fastcall.h), as the other raw operations.
+  fastcall::def(
+      cls, "put_signal",
+      "local_buffer, peer, peer_window, peer_window_offset=0, signal_index=0, context=0, "
+      "flags=0, *, stream=None",
+      [](Communicator& c, py::handle local_buffer, py::handle peer, py::handle peer_window,
+         py::handle peer_window_offset, py::handle signal_index, py::handle context,
+         py::handle flags, py::handle stream) {
+        int p = as_rank(peer, "peer");
+        require_zero(signal_index, "signal_index");
+        require_zero(context, "context");
+        require_zero(flags, "flags");
+        NCCL_CORE_REQUIRE(py::isinstance<Window>(peer_window),
+                          "peer_window must be a RegisteredWindowHandle");
+        const Window& w = peer_window.cast<const Window&>();
+        auto src = as_buffer(local_buffer, "local_buffer");
+        long long off = as_int(peer_window_offset, "peer_window_offset");
+        NCCL_CORE_REQUIRE(off >= 0, "peer_window_offset ", off, " must be >= 0");
+        // The offset counts elements of the local buffer's dtype.
+        size_t bytes = static_cast<size_t>(off) * types::element_size(src.type);
+        auto st = as_stream(stream, c.device());
+        py::gil_scoped_release release;
+        rma::put_signal(c, src, p, w, bytes, st);
+      },
+      "Puts local_buffer into peer's copy of the window (offset in elements) and "
+      "signals the peer.");
+  fastcall::def(
+      cls, "signal", "peer, signal_index=0, context=0, flags=0, *, stream=None",
+      [](Communicator& c, py::handle peer, py::handle signal_index, py::handle context,
+         py::handle flags, py::handle stream) {
+        int p = as_rank(peer, "peer");
+        require_zero(signal_index, "signal_index");
+        require_zero(context, "context");
+        require_zero(flags, "flags");
+        auto st = as_stream(stream, c.device());
+        py::gil_scoped_release release;
+        rma::signal(c, p, st);
+      },
+      "Sends a signal to peer, after the stream's earlier work.");
+  fastcall::def(
+      cls, "wait_signal", "descs, *, stream=None",
+      [](Communicator& c, py::handle descs, py::handle stream) {
+        std::vector<rma::WaitDesc> list;
+        if (py::hasattr(descs, "peer")) {
+          list.push_back(as_wait_desc(descs));
+        } else {
+          NCCL_CORE_REQUIRE(py::isinstance<py::sequence>(descs),
+                            "descs must be a WaitSignalDesc or a sequence of them");
+          for (py::handle d : descs) {
+            list.push_back(as_wait_desc(d));
+          }
+        }
+        auto st = as_stream(stream, c.device());
+        py::gil_scoped_release release;
+        rma::wait_signal(c, list, st);
+      },
+      "Blocks the stream until the described signals have arrived.");
   m.def("_rma_native", &rma::native, "Whether NCCL's own one-sided API is used.");
 }
 

@@ -22,7 +22,7 @@ constexpr const char* kNames[kPhases] = {"setup",  "work",  "guard", "enqueue",
                                             "(enqueue: ordering event)",
                                             "raw: arguments", "raw: checks and guards",
                                             "raw: engine call",
-                                            "raw: all without the GIL"};
+                                            "raw: the operation"};
 
 }  // namespace
 

@@ -31,8 +31,8 @@ enum Phase : int {
   kRawArgs,  // the binding's conversion of the Python arguments
   kRawPath,  // argument checks, the communicator's engine, device guard
   kRawCall,  // the engine's call (split as kReady, kLaunch, kMark)
-  kRawNoGil, // everything with the GIL released: its release and return, the
-             // operation's checks, then kRawPath and kRawCall
+  kRawOp,    // the operation: its checks, then kRawPath and kRawCall (the GIL
+             // released and taken back only where it may wait)
   kPhases
 };
 

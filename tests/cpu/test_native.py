@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import random
 import subprocess
@@ -58,9 +59,42 @@ def test_host_profile_lists_every_phase_and_resets():
     assert list(prof) == ["setup", "work", "guard", "enqueue", "epilogue", "record", "watch",
                           "wait", "(enqueue: fast-path checks)", "(enqueue: kernel launch)",
                           "(enqueue: ordering event)", "raw: arguments", "raw: checks and guards",
-                          "raw: engine call", "raw: all without the GIL"]
+                          "raw: engine call", "raw: the operation"]
     assert all(calls == 0 and us == 0.0 for calls, us in prof.values())
     assert _C._host_profile(enable=False, reset=True) == prof
+
+
+RAW_SIGNATURES = {
+    "allreduce": "sendbuf, recvbuf, op, *, stream=None",
+    "reduce": "sendbuf, recvbuf, op, root=None, *, stream=None",
+    "broadcast": "sendbuf, recvbuf, root, *, stream=None",
+    "allgather": "sendbuf, recvbuf, *, stream=None",
+    "gather": "sendbuf, recvbuf, root=None, *, stream=None",
+    "reduce_scatter": "sendbuf, recvbuf, op, *, stream=None",
+    "alltoall": "sendbuf, recvbuf, *, stream=None",
+    "scatter": "sendbuf, recvbuf, root, *, stream=None",
+    "send": "sendbuf, peer, *, stream=None",
+    "recv": "recvbuf, peer, *, stream=None",
+    "put_signal": "local_buffer, peer, peer_window, peer_window_offset=0, signal_index=0, "
+                  "context=0, flags=0, *, stream=None",
+    "signal": "peer, signal_index=0, context=0, flags=0, *, stream=None",
+    "wait_signal": "descs, *, stream=None",
+}
+
+
+@pytest.mark.parametrize("name", sorted(RAW_SIGNATURES))
+def test_raw_operations_are_vectorcall_methods_with_signatures(name):
+    # Bound through csrc/python/fastcall.h: inspect reads their parameters,
+    # which follow nccl.core's, and each has a docstring.
+    method = getattr(nccl_core_backend.Communicator, name)
+    assert str(inspect.signature(method)) == f"(self, /, {RAW_SIGNATURES[name]})"
+    assert type(method).__name__ == "method_descriptor"
+    assert len(method.__doc__ or "") > 10
+
+
+def test_raw_operation_checks_its_receiver():
+    with pytest.raises(TypeError, match="Communicator"):
+        nccl_core_backend.Communicator.allreduce(object(), None, None, 0)
 
 
 def test_split_color_is_order_independent():

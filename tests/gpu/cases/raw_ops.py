@@ -225,6 +225,66 @@ def raw_ops_on_cupy_arrays(ctx):
         expect_raises(nc.NcclInvalid, lambda: nc.cupy.resolve_array([1, 2]), "cupy.ndarray")
 
 
+@case(min_world=1)
+def raw_ops_call_forms(ctx):
+    """The raw operations are vectorcall methods (csrc/python/fastcall.h):
+    arguments by position or by keyword, their defaults, every stream form,
+    the signature inspect reads, and a Python def's TypeErrors for a call of
+    the wrong shape."""
+    import inspect
+
+    comm = nc.get_communicator()
+    sig = str(inspect.signature(nc.Communicator.allreduce))
+    if sig != "(self, /, sendbuf, recvbuf, op, *, stream=None)":
+        fail(f"inspect.signature(Communicator.allreduce) = {sig}")
+    sig = str(inspect.signature(nc.Communicator.put_signal))
+    if "peer_window_offset=0" not in sig or not sig.endswith("*, stream=None)"):
+        fail(f"inspect.signature(Communicator.put_signal) = {sig}")
+    if "ncclAllReduce" not in (nc.Communicator.allreduce.__doc__ or ""):
+        fail("Communicator.allreduce has no docstring")
+    dtype = torch.float32
+    inputs = [make(ctx, r, dtype, n=4097, salt=900) for r in range(ctx.world)]
+    send = inputs[ctx.rank].to(ctx.device)
+    ref = reduce_ref(inputs, "SUM", dtype)
+    s = torch.cuda.Stream(device=ctx.device)
+    ext = torch.cuda.ExternalStream(s.cuda_stream, device=ctx.device)
+    forms = {
+        "all by keyword": lambda out: comm.allreduce(sendbuf=send, recvbuf=out, op=nc.SUM),
+        "torch stream": lambda out: comm.allreduce(send, recvbuf=out, op=nc.SUM, stream=s),
+        "external stream": lambda out: comm.allreduce(send, out, nc.SUM, stream=ext),
+        "int stream": lambda out: comm.allreduce(send, out, nc.SUM, stream=s.cuda_stream),
+        "reduce, root None by position": lambda out: comm.reduce(send, out, nc.SUM, None, stream=s),
+        "reduce, root by keyword": lambda out: comm.reduce(send, out, op=nc.SUM, root=None),
+    }
+    for name, call in forms.items():
+        out = poison(send.shape, dtype, ctx.device)
+        s.wait_stream(torch.cuda.current_stream(ctx.device))
+        call(out)
+        torch.cuda.synchronize()
+        check(out, ref, dtype, "SUM", ctx.world, f"raw allreduce, {name}")
+    out = poison(send.shape, dtype, ctx.device)
+    comm.broadcast(sendbuf=send if ctx.rank == 0 else None, recvbuf=out, root=0)
+    torch.cuda.synchronize()
+    check(out, wide(inputs[0]), dtype, "SUM", ctx.world, "raw broadcast, all by keyword")
+
+    x = torch.ones(16, device=ctx.device)
+    T = TypeError  # noqa: N806
+    expect_raises(T, lambda: comm.allreduce(x, x), "missing required argument 'op'")
+    expect_raises(T, lambda: comm.allreduce(x, x, nc.SUM, None), "at most 3 positional")
+    expect_raises(T, lambda: comm.allreduce(x, x, nc.SUM, strem=None), "keyword argument 'strem'")
+    expect_raises(T, lambda: comm.allreduce(x, x, nc.SUM, op=nc.SUM), "multiple values for argument 'op'")
+    expect_raises(T, lambda: comm.broadcast(x, x), "'root'")
+    expect_raises(T, lambda: comm.signal(), "'peer'")
+    expect_raises(nc.NcclInvalid, lambda: comm.send(x, "1"), "peer must be an int")
+    expect_raises(nc.NcclInvalid, lambda: comm.broadcast(x, x, 2**40), "outside")
+    # C++ errors keep their Python types (pybind11's translators).
+    expect_raises(nc.NcclInvalid, lambda: comm.allreduce(x, x.double(), nc.SUM), "Dtype mismatch")
+    if torch.cuda.device_count() > 1:
+        other = torch.cuda.Stream(device=(ctx.device.index + 1) % torch.cuda.device_count())
+        expect_raises(nc.NcclInvalid, lambda: comm.allreduce(x, x, nc.SUM, stream=other),
+                      "stream is on device")
+
+
 @case()
 def raw_ops_bad_input(ctx):
     comm = nc.get_communicator()

@@ -1,0 +1,196 @@
+// Bindings of the raw operations on Communicator (comm/operations.h): the
+// nccl.core collectives and point-to-point calls.  They are bound as
+// vectorcall methods (fastcall.h): their host cost is what issue 6 bounds.
+#include <c10/cuda/CUDAGuard.h>
+#include <pybind11/pybind11.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include "comm/communicator.h"
+#include "comm/operations.h"
+#include "comm/resources.h"
+#include "fast/raw.h"
+#include "python/bind.h"
+#include "python/convert.h"
+#include "python/fastcall.h"
+#include "util/host_profile.h"
+
+namespace py = pybind11;
+
+namespace nccl_core::python {
+
+namespace {
+
+// Runs an enqueue with the GIL released: it may wait for peers (a blocking
+// communicator connecting, a window being made).
+template <class Fn>
+void without_gil(Fn&& fn) {
+  py::gil_scoped_release release;
+  fn();
+}
+
+// A buffer only `root` reads or writes (root < 0: every rank does); None or
+// anything else is ignored on the other ranks.
+std::optional<ops::Buffer> on_root(const Communicator& c, int root, py::handle obj,
+                                   const char* name) {
+  if (root >= 0 && root != c.rank()) {
+    return std::nullopt;
+  }
+  return as_optional_buffer(obj, name);
+}
+
+// A PreMulSum over one rank is its input times the factor.  NCCL 2.28.9's
+// one-rank PreMulSum kernel leaves the tail of larger odd-sized calls
+// unwritten, so such a call (outside a group, where its order with the scaling
+// below would not hold) runs as NCCL's SUM, a plain copy, and then scales its
+// output on the same stream.  The factor, or nothing for every other call.
+std::optional<at::Tensor> premul_alone(const Communicator& c, py::handle op) {
+  if (c.nranks() != 1 || ops::group_depth() > 0 || !py::isinstance<CustomRedOp>(op)) {
+    return std::nullopt;
+  }
+  return op.cast<CustomRedOp&>().scalar();
+}
+
+void scale_output(const Communicator& c, py::handle recvbuf, size_t count,
+                  const at::Tensor& factor, cudaStream_t stream) {
+  auto device = static_cast<c10::DeviceIndex>(c.device());
+  c10::cuda::CUDAGuard on_device(device);
+  c10::cuda::CUDAStreamGuard on_stream(c10::cuda::getStreamFromExternal(stream, device));
+  at::Tensor out = as_tensor(recvbuf, "recvbuf").reshape({-1}).narrow(0, 0, count);
+  out.mul_(factor.reshape({}));  // a CPU factor acts as a scalar
+}
+
+void all_reduce(Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle op,
+                py::handle stream) {
+  host_profile::Timer prof;
+  auto s = as_buffer(sendbuf, "sendbuf");
+  auto r = as_buffer(recvbuf, "recvbuf");
+  auto o = as_red_op(op, c, s.type);
+  auto st = as_stream(stream, c.device());
+  auto factor = premul_alone(c, op);
+  ncclRedOp_t use = factor ? ncclSum : o;
+  prof.mark(host_profile::kRawArgs);
+  // On a fast path already set up the call is a kernel launch: it keeps the
+  // GIL, as torch's own launches do (a release and re-acquire cost ~0.3 µs).
+  // Anything that may wait (the first call's window, NCCL) runs without it.
+  if (!ops::all_reduce_now(c, s, r, use, st, &fast::raw_all_reduce_now)) {
+    without_gil([&] { ops::all_reduce(c, s, r, use, st, &fast::raw_all_reduce); });
+  }
+  prof.mark(host_profile::kRawOp);
+  if (factor) {
+    scale_output(c, recvbuf, s.count, *factor, st);
+  }
+}
+
+} // namespace
+
+void bind_raw_ops(py::module_& m) {
+  py::handle cls = m.attr("Communicator");
+  fastcall::def(
+      cls, "allreduce", "sendbuf, recvbuf, op, *, stream=None",
+      [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle op,
+         py::handle stream) { all_reduce(c, sendbuf, recvbuf, op, stream); },
+      "ncclAllReduce of sendbuf into recvbuf (up to NCCL_CORE_FAST_PATH_MAX_BYTES, "
+      "default 256 KiB, one nccl_core kernel over NVLink where every rank is reachable).");
+  fastcall::def(
+      cls, "reduce", "sendbuf, recvbuf, op, root=None, *, stream=None",
+      [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle op,
+         py::handle root, py::handle stream) {
+        int rt = as_root(root);
+        auto s = as_buffer(sendbuf, "sendbuf");
+        auto r = on_root(c, rt, recvbuf, "recvbuf");
+        auto o = as_red_op(op, c, s.type);
+        auto st = as_stream(stream, c.device());
+        auto factor = premul_alone(c, op);
+        without_gil([&] { ops::reduce(c, s, r, factor ? ncclSum : o, rt, st); });
+        if (factor && r) {
+          scale_output(c, recvbuf, s.count, *factor, st);
+        }
+      },
+      "ncclReduce to `root` (None: all-reduce).");
+  fastcall::def(
+      cls, "broadcast", "sendbuf, recvbuf, root, *, stream=None",
+      [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle root,
+         py::handle stream) {
+        int rt = as_rank(root, "root");
+        auto s = on_root(c, rt, sendbuf, "sendbuf");
+        auto r = as_buffer(recvbuf, "recvbuf");
+        auto st = as_stream(stream, c.device());
+        without_gil([&] { ops::broadcast(c, s, r, rt, st); });
+      },
+      "ncclBroadcast from `root` (sendbuf is only read there).");
+  fastcall::def(
+      cls, "allgather", "sendbuf, recvbuf, *, stream=None",
+      [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle stream) {
+        auto s = as_buffer(sendbuf, "sendbuf");
+        auto r = as_buffer(recvbuf, "recvbuf");
+        auto st = as_stream(stream, c.device());
+        without_gil([&] { ops::gather(c, s, r, -1, st); });
+      },
+      "ncclAllGather: recvbuf holds nranks blocks of sendbuf's size.");
+  fastcall::def(
+      cls, "gather", "sendbuf, recvbuf, root=None, *, stream=None",
+      [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle root,
+         py::handle stream) {
+        int rt = as_root(root);
+        auto s = as_buffer(sendbuf, "sendbuf");
+        auto r = on_root(c, rt, recvbuf, "recvbuf");
+        auto st = as_stream(stream, c.device());
+        without_gil([&] { ops::gather(c, s, r, rt, st); });
+      },
+      "ncclGather to `root` (None: all-gather).");
+  fastcall::def(
+      cls, "reduce_scatter", "sendbuf, recvbuf, op, *, stream=None",
+      [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle op,
+         py::handle stream) {
+        auto s = as_buffer(sendbuf, "sendbuf");
+        auto r = as_buffer(recvbuf, "recvbuf");
+        auto o = as_red_op(op, c, s.type);
+        auto st = as_stream(stream, c.device());
+        auto factor = premul_alone(c, op);
+        without_gil([&] { ops::reduce_scatter(c, s, r, factor ? ncclSum : o, st); });
+        if (factor) {
+          scale_output(c, recvbuf, s.count, *factor, st);
+        }
+      },
+      "ncclReduceScatter: sendbuf holds nranks blocks, recvbuf gets this rank's.");
+  fastcall::def(
+      cls, "alltoall", "sendbuf, recvbuf, *, stream=None",
+      [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle stream) {
+        auto s = as_buffer(sendbuf, "sendbuf");
+        auto r = as_buffer(recvbuf, "recvbuf");
+        auto st = as_stream(stream, c.device());
+        without_gil([&] { ops::alltoall(c, s, r, st); });
+      },
+      "ncclAlltoAll: block i of sendbuf goes to rank i.");
+  fastcall::def(
+      cls, "scatter", "sendbuf, recvbuf, root, *, stream=None",
+      [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle root,
+         py::handle stream) {
+        int rt = as_rank(root, "root");
+        auto s = on_root(c, rt, sendbuf, "sendbuf");
+        auto r = as_buffer(recvbuf, "recvbuf");
+        auto st = as_stream(stream, c.device());
+        without_gil([&] { ops::scatter(c, s, r, rt, st); });
+      },
+      "ncclScatter from `root`: rank i receives block i of sendbuf.");
+  fastcall::def(
+      cls, "send", "sendbuf, peer, *, stream=None",
+      [](Communicator& c, py::handle sendbuf, py::handle peer, py::handle stream) {
+        int p = as_rank(peer, "peer");
+        auto s = as_buffer(sendbuf, "sendbuf");
+        auto st = as_stream(stream, c.device());
+        without_gil([&] { ops::send(c, s, p, st); });
+      },
+      "ncclSend to `peer`.");
+  fastcall::def(
+      cls, "recv", "recvbuf, peer, *, stream=None",
+      [](Communicator& c, py::handle recvbuf, py::handle peer, py::handle stream) {
+        int p = as_rank(peer, "peer");
+        auto r = as_buffer(recvbuf, "recvbuf");
+        auto st = as_stream(stream, c.device());
+        without_gil([&] { ops::recv(c, r, p, st); });
+      },
+      "ncclRecv from `peer`.");
+}
+
+} // namespace nccl_core::python
