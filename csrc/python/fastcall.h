@@ -9,10 +9,11 @@
 // A method is declared by its Python parameter list, e.g.
 //   "sendbuf, recvbuf, op, root=None, *, stream=None"
 // (defaults are None or an int), and a capture-free lambda taking the bound
-// object and one py::handle per parameter, its default where left out.  Calls of the wrong
-// shape raise TypeError as a Python def would; C++ exceptions become Python
-// ones through pybind11's registered translators, as for any bound method;
-// inspect.signature reads the parameter list.
+// object and one py::handle per parameter, its default where left out; each
+// method needs a lambda of its own (the signature is kept per lambda type).
+// Calls of the wrong shape raise TypeError as a Python def would; C++
+// exceptions become Python ones through pybind11's registered translators, as
+// for any bound method; inspect.signature reads the parameter list.
 #pragma once
 
 #include <pybind11/pybind11.h>

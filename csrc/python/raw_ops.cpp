@@ -81,6 +81,31 @@ void all_reduce(Communicator& c, py::handle sendbuf, py::handle recvbuf, py::han
   }
 }
 
+using FromRoot = void (*)(Communicator&, const std::optional<ops::Buffer>&, const ops::Buffer&,
+                          int, cudaStream_t);
+using WithPeer = void (*)(Communicator&, const ops::Buffer&, int, cudaStream_t);
+
+// broadcast / scatter: `sendbuf` is read on `root` only.
+template <FromRoot Op>
+void from_root(Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle root,
+               py::handle stream) {
+  int rt = as_rank(root, "root");
+  auto s = on_root(c, rt, sendbuf, "sendbuf");
+  auto r = as_buffer(recvbuf, "recvbuf");
+  auto st = as_stream(stream, c.device());
+  without_gil([&] { Op(c, s, r, rt, st); });
+}
+
+// send / recv: one buffer, named `name`, and a peer.
+template <WithPeer Op>
+void with_peer(Communicator& c, py::handle buffer, const char* name, py::handle peer,
+               py::handle stream) {
+  int p = as_rank(peer, "peer");
+  auto b = as_buffer(buffer, name);
+  auto st = as_stream(stream, c.device());
+  without_gil([&] { Op(c, b, p, st); });
+}
+
 } // namespace
 
 void bind_raw_ops(py::module_& m) {
@@ -110,13 +135,7 @@ void bind_raw_ops(py::module_& m) {
   fastcall::def(
       cls, "broadcast", "sendbuf, recvbuf, root, *, stream=None",
       [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle root,
-         py::handle stream) {
-        int rt = as_rank(root, "root");
-        auto s = on_root(c, rt, sendbuf, "sendbuf");
-        auto r = as_buffer(recvbuf, "recvbuf");
-        auto st = as_stream(stream, c.device());
-        without_gil([&] { ops::broadcast(c, s, r, rt, st); });
-      },
+         py::handle stream) { from_root<&ops::broadcast>(c, sendbuf, recvbuf, root, stream); },
       "ncclBroadcast from `root` (sendbuf is only read there).");
   fastcall::def(
       cls, "allgather", "sendbuf, recvbuf, *, stream=None",
@@ -165,30 +184,18 @@ void bind_raw_ops(py::module_& m) {
   fastcall::def(
       cls, "scatter", "sendbuf, recvbuf, root, *, stream=None",
       [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle root,
-         py::handle stream) {
-        int rt = as_rank(root, "root");
-        auto s = on_root(c, rt, sendbuf, "sendbuf");
-        auto r = as_buffer(recvbuf, "recvbuf");
-        auto st = as_stream(stream, c.device());
-        without_gil([&] { ops::scatter(c, s, r, rt, st); });
-      },
+         py::handle stream) { from_root<&ops::scatter>(c, sendbuf, recvbuf, root, stream); },
       "ncclScatter from `root`: rank i receives block i of sendbuf.");
   fastcall::def(
       cls, "send", "sendbuf, peer, *, stream=None",
       [](Communicator& c, py::handle sendbuf, py::handle peer, py::handle stream) {
-        int p = as_rank(peer, "peer");
-        auto s = as_buffer(sendbuf, "sendbuf");
-        auto st = as_stream(stream, c.device());
-        without_gil([&] { ops::send(c, s, p, st); });
+        with_peer<&ops::send>(c, sendbuf, "sendbuf", peer, stream);
       },
       "ncclSend to `peer`.");
   fastcall::def(
       cls, "recv", "recvbuf, peer, *, stream=None",
       [](Communicator& c, py::handle recvbuf, py::handle peer, py::handle stream) {
-        int p = as_rank(peer, "peer");
-        auto r = as_buffer(recvbuf, "recvbuf");
-        auto st = as_stream(stream, c.device());
-        without_gil([&] { ops::recv(c, r, p, st); });
+        with_peer<&ops::recv>(c, recvbuf, "recvbuf", peer, stream);
       },
       "ncclRecv from `peer`.");
 }
