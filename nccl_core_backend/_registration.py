@@ -30,12 +30,26 @@ def split_color(ranks) -> int:
     return zlib.crc32(data) & 0x7FFFFFFF
 
 
-def _split_source(global_ranks):
-    """The default group's nccl_core backend, if new groups may split from it.
+def unwrap(backend):
+    """``backend`` without torch's ``_ProcessGroupWrapper`` layers.
 
-    Mirrors torch's own rule: only when the default group is bound to a device
-    (it then calls ``perform_nocolor_split`` on the ranks left out).
+    With ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` torch wraps plugin backends in a
+    wrapper that checks that ranks call the same collectives.
     """
+    while type(backend).__name__ == "_ProcessGroupWrapper" and hasattr(backend, "wrapped_pg"):
+        backend = backend.wrapped_pg
+    return backend
+
+
+def _split_source(global_ranks):
+    """The default group's nccl_core backend, if new groups split from it.
+
+    Decided by torch's own rule where torch has one (``_get_split_source``):
+    the ranks left out of a new group call ``perform_nocolor_split`` on exactly
+    the backend it returns, so members must split from the same one.
+    """
+    import inspect
+
     import torch.distributed as dist
     from torch.distributed import distributed_c10d as c10d
 
@@ -47,10 +61,17 @@ def _split_source(global_ranks):
     device = default.bound_device_id
     if device is None:
         return None
+    torch_rule = getattr(c10d, "_get_split_source", None)
     try:
-        parent = default._get_backend(device)
+        if torch_rule is None:
+            parent = default._get_backend(device)
+        elif len(inspect.signature(torch_rule).parameters) >= 2:
+            parent = torch_rule(default, BACKEND_NAME)
+        else:
+            parent = torch_rule(default)
     except RuntimeError:
         return None
+    parent = unwrap(parent)
     if not isinstance(parent, _C.ProcessGroupNcclCore):
         return None
     return parent

@@ -35,6 +35,9 @@ def get_backend(group: dist.ProcessGroup | None = None):
         backend = group._get_backend(torch.device("cuda"))
     except RuntimeError as e:
         raise NcclInvalid(f"this group has no CUDA backend: {e}") from None
+    from nccl_core_backend._registration import unwrap
+
+    backend = unwrap(backend)  # TORCH_DISTRIBUTED_DEBUG=DETAIL wraps it
     if not isinstance(backend, _ext().ProcessGroupNcclCore):
         raise NcclInvalid(
             f"this group's CUDA backend is {type(backend).__name__}, not nccl_core; "

@@ -61,7 +61,16 @@ at::Device Backend::pick_device(const at::Tensor* t) const {
   if (auto bound = getBoundDeviceId()) {
     return *bound;
   }
-  return at::Device(at::kCUDA, c10::cuda::current_device());
+  // No tensor to go by (a barrier or an empty coalescing block first):
+  // backend nccl's guess, the global rank modulo the visible devices.  Not
+  // the current device: a script that places its tensors with .to(rank) and
+  // never calls set_device leaves every rank on device 0.
+  int count = c10::cuda::device_count();
+  NCCL_CORE_CHECK_VALUE(count > 0, "nccl_core: no CUDA device is visible");
+  const auto& ranks = options_->global_ranks_in_group;
+  uint64_t global = static_cast<size_t>(rank_) < ranks.size() ? ranks[rank_]
+                                                                : static_cast<uint64_t>(rank_);
+  return at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(global % count));
 }
 
 std::shared_ptr<Communicator> Backend::communicator(
@@ -174,9 +183,9 @@ void Backend::set_split_source(c10::intrusive_ptr<Backend> parent,
   split_color_ = color;
 }
 
-void Backend::perform_nocolor_split(at::Device device) {
+void Backend::perform_nocolor_split(std::optional<at::Device> device) {
   surface_errors([&] {
-    auto child = communicator(device)->split(-1, rank_, options_->config,
+    auto child = communicator(device ? *device : pick_device(nullptr))->split(-1, rank_, options_->config,
                                              options_->timeout);
     TORCH_INTERNAL_ASSERT(!child, "nocolor split returned a communicator");
   });

@@ -136,8 +136,9 @@ class Backend : public c10d::Backend {
   uint64_t push_calls() const { return fast_ ? fast_->push_calls() : 0; }
   // Symmetric windows registered automatically over NCCL memory (tests).
   size_t symmetric_windows() const { return symmetric_ ? symmetric_->windows() : 0; }
-  // new_group: non-members take part in the parent's split with no color.
-  void perform_nocolor_split(at::Device device);
+  // new_group: non-members take part in the parent's split with no color
+  // (torch passes the default group's bound device, which may be None).
+  void perform_nocolor_split(std::optional<at::Device> device);
   // new_group: members create their communicator by splitting `parent`.
   void set_split_source(c10::intrusive_ptr<Backend> parent, int color);
   const c10::intrusive_ptr<GroupOptions>& options() const { return options_; }
@@ -217,6 +218,9 @@ class Backend : public c10d::Backend {
 
   // Coalescing block (startCoalescing .. endCoalescing).
   bool coalescing_ = false;
+  bool group_open_ = false;  // ncclGroupStart called for the open block
+  // Inside a block: opens NCCL's group once the communicator exists.
+  void open_group();
   c10::intrusive_ptr<Work> coalesced_;
   std::vector<ncclRedOp_t> redops_;
 

@@ -294,22 +294,40 @@ WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs,
                     "nccl_core reduce_scatter: expects a list of world size inputs");
   auto& output = outputs[0];
   auto& ins = inputs[0];
+  bool even = true;
   for (auto& i : ins) {
     check_same(i, output, "reduce_scatter");
-    NCCL_CORE_CHECK_VALUE(i.numel() == output.numel(),
-                      "nccl_core reduce_scatter: input size mismatch");
+    even = even && i.numel() == output.numel();
   }
+  NCCL_CORE_CHECK_VALUE(ins[rank_].numel() == output.numel(), "nccl_core reduce_scatter: input ",
+                        rank_, " (this rank's share) has ", ins[rank_].numel(),
+                        " elements, the output ", output.numel());
   auto dev = pick_device(&output);
   return launch(OpType::REDUCE_SCATTER, dev, ins, {output}, call_opts(opts),
                 "reduce_scatter",
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   Buf out = buf(output, "reduce_scatter");
+                  std::vector<Buf> in_bufs;
                   for (auto& i : ins) {
-                    buf(i, "reduce_scatter");
+                    in_bufs.push_back(buf(i, "reduce_scatter"));
                   }
                   if (size_ == 1) {
                     reduce_op(opts.reduceOp, output, out.type, w, "reduce_scatter");
                     reduce_alone(opts.reduceOp, ins[0], output);
+                    return;
+                  }
+                  if (!even) {
+                    // Uneven sizes: input r is reduced to rank r, one NCCL
+                    // group of reduces (the recv buffer matters at the root only).
+                    ncclRedOp_t op = reduce_op(opts.reduceOp, output, out.type, w,
+                                               "reduce_scatter");
+                    NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                    for (int r = 0; r < size_; ++r) {
+                      void* recv = r == rank_ ? out.ptr : in_bufs[r].ptr;
+                      NCCL_CORE_CHECK(c.get(), ncclReduce(in_bufs[r].ptr, recv, in_bufs[r].count,
+                                                          out.type, op, r, c.get(), s));
+                    }
+                    c.call(ncclGroupEnd(), "ncclGroupEnd");
                     return;
                   }
                   at::Tensor flat = at::stack(ins).contiguous();

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <vector>
 
+#include "comm/device_scope.h"
 #include "nccl/api.h"
 
 namespace nccl_core {
@@ -61,6 +62,9 @@ void PooledEvent::record(const c10::cuda::CUDAStream& stream) {
     device_ = stream.device_index();
     event_ = Pool::get().acquire(device_);
   }
+  // On the stream's device: handle 0 (the legacy default stream) means the
+  // current device's, whatever device the caller's thread has current.
+  DeviceScope on_device(stream.device_index());
   NCCL_CORE_CUDA_CHECK(cudaEventRecord(event_, stream.stream()));
 }
 
@@ -79,6 +83,7 @@ bool PooledEvent::query() const {
 
 void PooledEvent::block(const c10::cuda::CUDAStream& stream) const {
   if (event_ != nullptr) {
+    DeviceScope on_device(stream.device_index());  // see record()
     NCCL_CORE_CUDA_CHECK(cudaStreamWaitEvent(stream.stream(), event_, 0));
   }
 }

@@ -49,18 +49,34 @@ WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
   NCCL_CORE_CHECK_VALUE(static_cast<int>(outs.size()) == size_,
                     "nccl_core all_gather: output list has ", outs.size(),
                     " tensors, expected world size ", size_);
+  bool even = true;
   for (auto& o : outs) {
     check_same(input, o, "all_gather");
-    NCCL_CORE_CHECK_VALUE(o.numel() == input.numel(),
-                      "nccl_core all_gather: output tensors must match the input "
-                      "size (uneven all_gather is not supported)");
+    even = even && o.numel() == input.numel();
   }
+  NCCL_CORE_CHECK_VALUE(outs[rank_].numel() == input.numel(), "nccl_core all_gather: output ",
+                        rank_, " (this rank's) has ", outs[rank_].numel(),
+                        " elements, the input ", input.numel());
   auto dev = pick_device(&input);
   return launch(OpType::ALLGATHER, dev, {input}, outs, call_opts(opts), "all_gather",
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   Buf in = buf(input, "all_gather");
+                  std::vector<Buf> out_bufs;
                   for (auto& o : outs) {
-                    buf(o, "all_gather");
+                    out_bufs.push_back(buf(o, "all_gather"));
+                  }
+                  if (!even) {
+                    // Uneven sizes: each rank broadcasts its input into
+                    // everyone's output of its index, in one NCCL group.
+                    NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                    for (int r = 0; r < size_; ++r) {
+                      const void* send = r == rank_ ? in.ptr : out_bufs[r].ptr;
+                      NCCL_CORE_CHECK(c.get(), ncclBroadcast(send, out_bufs[r].ptr,
+                                                             out_bufs[r].count, in.type, r,
+                                                             c.get(), s));
+                    }
+                    c.call(ncclGroupEnd(), "ncclGroupEnd");
+                    return;
                   }
                   at::Tensor flat = flat_like(input, size_);
                   w.stash.push_back(flat);

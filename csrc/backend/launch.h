@@ -35,6 +35,7 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
   try {
     check_healthy();
     std::shared_ptr<Communicator> comm = communicator(device);
+    open_group();
     c10::cuda::CUDAGuard guard(device);
     auto current = at::cuda::getCurrentCUDAStream(device.index());
     bool on_current = !call.async_op && !coalescing_;

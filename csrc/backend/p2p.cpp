@@ -179,12 +179,23 @@ void Backend::startCoalescing() {
   NCCL_CORE_CHECK_STATE(!coalescing_,
               "nccl_core: startCoalescing inside an unfinished coalescing block");
   check_healthy();
-  // Create the communicator first: NCCL defers an init issued inside a
-  // group to the group's end, and our init waits for it.
-  communicator(pick_device(nullptr));
-  NCCL_CORE_CHECK(nullptr, ncclGroupStart());
   coalescing_ = true;
   coalesced_.reset();
+  // NCCL's group opens once the communicator exists (open_group): NCCL defers
+  // an init issued inside a group to the group's end, and our init waits for
+  // it.  A block on a fresh group creates it at its first operation, on that
+  // operation's device (torch does not tell startCoalescing the device).
+  group_open_ = false;
+  if (comm_) {
+    open_group();
+  }
+}
+
+void Backend::open_group() {
+  if (coalescing_ && !group_open_) {
+    NCCL_CORE_CHECK(nullptr, ncclGroupStart());
+    group_open_ = true;
+  }
 }
 
 WorkPtr Backend::endCoalescing() {
@@ -193,9 +204,13 @@ WorkPtr Backend::endCoalescing() {
   c10::intrusive_ptr<Work> work = std::move(coalesced_);
   coalesced_.reset();
   try {
+    bool was_open = group_open_;
+    group_open_ = false;
     if (!work) {
       // Nothing was enqueued: close the group and hand back a finished work.
-      NCCL_CORE_CHECK(nullptr, ncclGroupEnd());
+      if (was_open) {
+        NCCL_CORE_CHECK(nullptr, ncclGroupEnd());
+      }
       auto dev = pick_device(nullptr);
       auto comm = communicator(dev);
       auto empty = c10::make_intrusive<Work>(rank_, OpType::COALESCED, seq_.load(),

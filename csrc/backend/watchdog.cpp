@@ -77,7 +77,8 @@ bool Watchdog::check_progress(std::chrono::steady_clock::time_point now) {
   const char* outcome = abort_on_error_
                             ? "; communicator aborted"
                             : "; communicator kept for recovery (shrink_group with SHRINK_ABORT)";
-  fail_all("nccl_core: a collective on the fast path (call " + std::to_string(done + 1) +
+  fail_all("nccl_core: caught collective operation timeout: a collective on the fast path "
+           "(call " + std::to_string(done + 1) +
                " of the group's plain calls) timed out after " +
                std::to_string(timeout.count()) + " ms" + outcome,
            abort_on_error_);
@@ -151,11 +152,7 @@ void Watchdog::sweep() {
                               ? "; communicator aborted"
                               : "; communicator kept for recovery (shrink_group with SHRINK_ABORT)";
     if (e.work->expired(now)) {
-      fail_all("nccl_core: " + c10d::opTypeToString(e.work->retrieveOpType()) +
-                   " (seq " + std::to_string(e.work->getSequencenumber()) +
-                   ") timed out after " + std::to_string(e.work->getTimeout().count()) +
-                   " ms" + outcome,
-               abort_on_error_);
+      fail_all(e.work->timeout_message(e.work->getTimeout(), outcome), abort_on_error_);
       return;
     }
     if (e.comm && e.comm->is_live()) {

@@ -104,6 +104,16 @@ bool Work::expired(std::chrono::steady_clock::time_point now) const {
   return timeout_.count() > 0 && now - start_ > timeout_;
 }
 
+std::string Work::timeout_message(std::chrono::milliseconds limit,
+                                  const std::string& outcome) const {
+  auto ran = std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now() - start_);
+  return "nccl_core: caught collective operation timeout: " + c10d::opTypeToString(opType_) +
+         " (seq " + std::to_string(seq_) + ") timed out after running for " +
+         std::to_string(ran.count()) + " ms (timeout " + std::to_string(limit.count()) + " ms)" +
+         outcome;
+}
+
 void Work::run_epilogue() {
   for (auto& fn : epilogue) {
     fn();
@@ -160,10 +170,7 @@ void Work::wait_on_host(std::chrono::milliseconds timeout) {
     rethrow_if_failed();
     if (timeout.count() > 0 && std::chrono::steady_clock::now() > deadline) {
       auto err = dist_backend_error(
-          "nccl_core: " + c10d::opTypeToString(opType_) + " (seq " +
-          std::to_string(seq_) + ") timed out after " +
-          std::to_string(timeout.count()) + " ms" +
-          (abort_on_timeout ? "; communicator aborted" : ""));
+          timeout_message(timeout, abort_on_timeout ? "; communicator aborted" : ""));
       set_error(err);
       if (comm_ && abort_on_timeout) {
         comm_->abort();

@@ -66,6 +66,9 @@ class Work : public c10d::Work {
   void set_error(std::exception_ptr error);
   // True once `timeout` has passed since the op was enqueued.
   bool expired(std::chrono::steady_clock::time_point now) const;
+  // The message of this op's timeout, worded like backend nccl's ("caught
+  // collective operation timeout", which tools grep for), then our detail.
+  std::string timeout_message(std::chrono::milliseconds limit, const std::string& outcome) const;
   // Drops the tensors the GPU no longer needs.
   void release_tensors();
 

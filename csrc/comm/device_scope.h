@@ -1,6 +1,9 @@
 // Makes a CUDA device current for a scope and restores the caller's device
-// on exit (communicator creation, finalize and destroy run on the
-// communicator's device whatever the caller's is).
+// on exit.  Every CUDA call that names a stream runs under one: the legacy
+// default stream's handle (0) is the same on every device, so the runtime
+// resolves it through the current device, and a caller whose current device
+// is not the tensors' (no torch.cuda.set_device) would otherwise order the
+// wrong device's stream.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -15,12 +18,20 @@ class DeviceScope {
     NCCL_CORE_CUDA_CHECK(cudaGetDevice(&previous_));
     if (previous_ != device) {
       NCCL_CORE_CUDA_CHECK(cudaSetDevice(device));
+      changed_ = true;
     }
   }
-  ~DeviceScope() { (void)cudaSetDevice(previous_); }
+  ~DeviceScope() {
+    if (changed_) {
+      (void)cudaSetDevice(previous_);
+    }
+  }
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
 
  private:
   int previous_ = 0;
+  bool changed_ = false;
 };
 
 } // namespace nccl_core

@@ -1,6 +1,7 @@
 #include "comm/resources.h"
 
 #include "comm/communicator.h"
+#include "comm/device_scope.h"
 #include "comm/window_layout.h"
 #include "nccl/api.h"
 #include "nccl/newer.h"
@@ -129,6 +130,7 @@ void Window::learn_layout(ncclComm_t comm) {
   lsa_rank_ = team.rank;
   world_rank_ = owner()->rank();
   if (!newer::has_host_pointer_queries()) {
+    DeviceScope on_device(owner()->device());  // its private stream on our device
     auto layout = window_layout::read(win_);
     lsa_flat_base_ = layout.lsa_flat_base;
     stride_4g_ = layout.stride_4g;

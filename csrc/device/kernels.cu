@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "comm/communicator.h"
+#include "comm/device_scope.h"
 #include "comm/resources.h"
 #include "device/dev_comm.h"
 #include "device/layouts.h"
@@ -198,6 +199,7 @@ void all_reduce(const DevComm& dc, const Window& win, size_t offset, const void*
   if (count == 0) {
     return;
   }
+  DeviceScope on_device(dc.owner()->device());  // `stream` may be a default stream (0)
   const ncclDevComm& comm = dev_comm_of(dc);
   ncclWindow_t w = win.handle();
   bool op_ok = true;
@@ -220,6 +222,7 @@ void all_gather(const DevComm& dc, const Window& win, size_t offset, void* out, 
   if (bytes == 0) {
     return;
   }
+  DeviceScope on_device(dc.owner()->device());  // `stream` may be a default stream (0)
   const ncclDevComm& comm = dev_comm_of(dc);
   if (aligned16(offset) && aligned16(bytes) && aligned16(reinterpret_cast<uintptr_t>(out))) {
     lsa_all_gather<true><<<blocks, kThreads, 0, stream>>>(comm, win.handle(), offset, out,

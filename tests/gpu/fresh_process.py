@@ -1,0 +1,97 @@
+"""Scenarios that need a fresh process each (torchrun launches from
+test_fresh_process.py):
+
+- ``detail``: ``TORCH_DISTRIBUTED_DEBUG=DETAIL`` (torch wraps nccl_core in its
+  ``_ProcessGroupWrapper``): ``get_communicator()`` finds the backend under
+  the wrapper, and ``new_group`` with a device-bound default group splits
+  (members) while the ranks left out take part with no color: no hang.
+- ``batch_self``: the first operation of a lazy group is a batch of send/recv
+  to the rank itself, with no ``set_device``: the communicator goes on the
+  tensors' device (not device 0 on every rank).
+- ``timeout``: a blocking wait that times out raises ``DistBackendError``
+  with backend nccl's wording (``caught collective operation timeout``).
+
+Prints ``OK <scenario>`` on success; raises otherwise.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+import nccl_core_backend as nc  # noqa: E402
+
+
+def detail(rank: int, world: int, device: torch.device) -> None:
+    assert dist.get_debug_level() == dist.DebugLevel.DETAIL, "run with TORCH_DISTRIBUTED_DEBUG=DETAIL"
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl_core", device_id=device)
+    wrapped = dist.distributed_c10d._get_default_group()._get_backend(device)
+    assert type(wrapped).__name__ == "_ProcessGroupWrapper", type(wrapped).__name__
+    comm = nc.get_communicator()
+    assert comm.nranks == world and comm.rank == rank, (comm.nranks, comm.rank)
+    members = list(range(world - 1)) or [0]
+    sub = dist.new_group(members)
+    x = torch.full((1000,), float(rank + 1), device=device)
+    if rank in members:
+        dist.all_reduce(x, group=sub)
+        want = sum(r + 1 for r in members)
+        assert torch.equal(x.cpu(), torch.full((1000,), float(want))), x[:4]
+        assert nc.get_communicator(sub).nranks == len(members)
+    y = torch.full((10,), float(rank), device=device)
+    dist.all_reduce(y)
+    assert torch.equal(y.cpu(), torch.full((10,), float(sum(range(world))))), y
+    dist.destroy_process_group()
+
+
+def batch_self(rank: int, world: int, device: torch.device) -> None:
+    dist.init_process_group("nccl_core")  # lazy, and no set_device
+    send = torch.arange(100, device=device, dtype=torch.float32) + rank
+    recv = torch.empty_like(send)
+    ops = [dist.P2POp(dist.isend, send, rank), dist.P2POp(dist.irecv, recv, rank)]
+    for work in dist.batch_isend_irecv(ops):
+        work.wait()
+    assert torch.equal(recv.cpu(), send.cpu()), recv[:4]
+    assert nc.get_communicator().device == device, nc.get_communicator().device
+    dist.barrier()
+    dist.destroy_process_group()
+
+
+def timeout(rank: int, world: int, device: torch.device) -> None:
+    os.environ["TORCH_NCCL_BLOCKING_WAIT"] = "1"
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl_core", device_id=device,
+                            timeout=datetime.timedelta(seconds=20))
+    x = torch.ones(10, device=device)
+    dist.all_reduce(x)
+    torch.cuda.synchronize()
+    ctrl = dist.new_group(backend="gloo")
+    if rank != 0:
+        try:
+            dist.all_reduce(x, async_op=True).wait(datetime.timedelta(seconds=0.5))
+        except dist.DistBackendError as e:
+            assert "caught collective operation timeout" in str(e), str(e)
+        else:
+            raise AssertionError("the lone all_reduce did not time out")
+    dist.barrier(group=ctrl)
+    os._exit(0)  # the aborted communicator is not torn down collectively
+
+
+def main() -> int:
+    scenario = sys.argv[1]
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
+    {"detail": detail, "batch_self": batch_self, "timeout": timeout}[scenario](rank, world, device)
+    print(f"OK {scenario} rank {rank}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
