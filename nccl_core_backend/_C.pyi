@@ -42,6 +42,11 @@ class Options(Backend.Options):
     is_high_priority_stream: bool
     blocking_wait: bool
     watchdog_interval: timedelta
+    error_handling: int
+    abort_on_error: bool
+    trace_buffer_size: int
+    desync_report_wait: timedelta
+    heartbeat_timeout: timedelta
     blocking: bool
     fast_path_max_bytes: int
     symmetric_max_bytes: int

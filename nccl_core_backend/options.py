@@ -9,10 +9,15 @@ NCCL_CORE_BLOCKING_WAIT       TORCH_NCCL_BLOCKING_WAIT wait() blocks the CPU
 NCCL_CORE_HIGH_PRIORITY       TORCH_NCCL_HIGH_PRIORITY high-priority stream
 NCCL_CORE_WATCHDOG_MS         -                       watchdog period (ms)
 NCCL_CORE_ERROR_HANDLING      TORCH_NCCL_ASYNC_ERROR_HANDLING
-                              "abort" (default; torch's 1, 2): a timeout or NCCL
-                              error aborts the communicator; "fail" (torch's 0,
-                              3): pending work fails, the communicator is kept
-                              for dist.shrink_group(..., SHRINK_ABORT)
+                              torch's values: 0 fail the work, keep the
+                              communicator (for dist.shrink_group(...,
+                              SHRINK_ABORT)); 1 abort it and end the process;
+                              2 abort it and raise; 3 end the process (default).
+                              "fail" and "abort" mean 0 and 2.
+NCCL_CORE_ENABLE_MONITORING   TORCH_NCCL_ENABLE_MONITORING  heartbeat monitor
+NCCL_CORE_HEARTBEAT_TIMEOUT_SEC TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC  its limit
+NCCL_CORE_TRACE_BUFFER_SIZE   TORCH_NCCL_TRACE_BUFFER_SIZE  ops each rank keeps
+                                                      for the desync report
 ============================  ======================  =========================
 """
 
@@ -59,19 +64,20 @@ def _nonnegative_int(env: Mapping[str, str], name: str) -> int | None:
     return _int_at_least(env, name, 0)
 
 
-def _error_handling(env: Mapping[str, str]) -> str | None:
-    value = env.get("NCCL_CORE_ERROR_HANDLING")
-    if value is not None:
-        if value.strip().lower() not in ("abort", "fail"):
-            raise ValueError(f"NCCL_CORE_ERROR_HANDLING must be 'abort' or 'fail', got {value!r}")
-        return value.strip().lower()
-    torch_value = env.get("TORCH_NCCL_ASYNC_ERROR_HANDLING")
-    if torch_value is None:
-        return None
-    mapping = {"0": "fail", "1": "abort", "2": "abort", "3": "fail"}
-    if torch_value.strip() not in mapping:
-        raise ValueError(f"TORCH_NCCL_ASYNC_ERROR_HANDLING must be 0-3, got {torch_value!r}")
-    return mapping[torch_value.strip()]
+_HANDLING = {"0": 0, "1": 1, "2": 2, "3": 3, "fail": 0, "abort": 2}
+
+
+def _error_handling(env: Mapping[str, str]) -> int | None:
+    for name in ("NCCL_CORE_ERROR_HANDLING", "TORCH_NCCL_ASYNC_ERROR_HANDLING"):
+        value = env.get(name)
+        if value is None:
+            continue
+        mode = _HANDLING.get(value.strip().lower())
+        if mode is None or (name.startswith("TORCH") and not value.strip().isdigit()):
+            raise ValueError(f"{name} must be 0-3 (or 'fail' / 'abort' for "
+                             f"NCCL_CORE_ERROR_HANDLING), got {value!r}")
+        return mode
+    return None
 
 
 def env_settings(env: Mapping[str, str] | None = None) -> dict:
@@ -89,7 +95,7 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
         out["is_high_priority_stream"] = high
     handling = _error_handling(env)
     if handling is not None:
-        out["abort_on_error"] = handling == "abort"
+        out["error_handling"] = handling
     fast = _nonnegative_int(env, "NCCL_CORE_FAST_PATH_MAX_BYTES")
     if fast is not None:
         out["fast_path_max_bytes"] = fast
@@ -103,6 +109,20 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
     ctas = _positive_int(env, "NCCL_CORE_PUSH_CTAS")
     if ctas is not None:
         out["push_ctas"] = ctas
+    trace = None
+    for name in ("NCCL_CORE_TRACE_BUFFER_SIZE", "TORCH_NCCL_TRACE_BUFFER_SIZE"):
+        trace = _nonnegative_int(env, name)
+        if trace is not None:
+            out["trace_buffer_size"] = trace
+            break
+    monitoring = _flag(env, ("NCCL_CORE_ENABLE_MONITORING", "TORCH_NCCL_ENABLE_MONITORING"))
+    for name in ("NCCL_CORE_HEARTBEAT_TIMEOUT_SEC", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"):
+        seconds = _positive_int(env, name)
+        if seconds is not None:
+            out["heartbeat_timeout"] = timedelta(seconds=seconds)
+            break
+    if monitoring is False:
+        out["heartbeat_timeout"] = timedelta(0)
     period = _positive_int(env, "NCCL_CORE_WATCHDOG_MS")
     if period is not None:
         out["watchdog_interval"] = timedelta(milliseconds=period)

@@ -19,9 +19,16 @@ Backend::Backend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
                  c10::intrusive_ptr<GroupOptions> options)
     : c10d::Backend(rank, size),
       store_(std::move(store)),
-      options_(options ? std::move(options) : c10::make_intrusive<GroupOptions>()) {
+      options_(options ? std::move(options) : c10::make_intrusive<GroupOptions>()),
+      info_(std::make_shared<GroupInfo>()) {
   NCCL_CORE_CHECK_VALUE(size > 0 && rank >= 0 && rank < size,
                     "nccl_core: invalid rank ", rank, " for group size ", size);
+  NCCL_CORE_CHECK_VALUE(options_->error_handling >= 0 && options_->error_handling <= 3,
+                        "nccl_core: error_handling must be 0-3 (TORCH_NCCL_ASYNC_ERROR_HANDLING), "
+                        "got ", options_->error_handling);
+  info_->label = (options_->group_name.empty() ? std::string("?") : options_->group_name) +
+                 " (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")";
+  recorder_ = std::make_unique<FlightRecorder>(options_->trace_buffer_size);
 }
 
 Backend::~Backend() {
@@ -132,9 +139,18 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   stream_ = at::cuda::getStreamFromPool(options_->is_high_priority_stream,
                                         device.index());
   ready_event_ = std::make_unique<at::cuda::CUDAEvent>(cudaEventDisableTiming);
-  watchdog_ = std::make_unique<Watchdog>(
-      options_->watchdog_interval, options_->abort_on_error,
-      [this](const std::string& msg) { record_error(msg); });
+  Watchdog::Hooks hooks;
+  hooks.on_error = [this](const std::string& msg) { record_error(msg, true); };
+  hooks.explain = [this] { return explain_timeout(); };
+  if (options_->trace_buffer_size > 0 && size_ > 1 && store_) {
+    std::string tag = options_->group_name + "/" + std::to_string(size_);
+    desync_ = std::make_unique<DesyncReporter>(store_, tag, rank_, size_, *recorder_,
+                                               options_->desync_report_wait);
+    hooks.tick = [this] { desync_->tick(); };
+  }
+  watchdog_ = std::make_unique<Watchdog>(options_->watchdog_interval, options_->policy(),
+                                         std::move(hooks), options_->heartbeat_timeout,
+                                         info_->label);
   fast::PushConfig push{options_->push_min_bytes, options_->push_max_bytes,
                         options_->push_ctas};
   if (options_->fast_path_max_bytes > 0 || push.max_bytes > 0) {
@@ -170,6 +186,32 @@ c10::cuda::CUDAStream Backend::stream() {
 
 size_t Backend::pending_works() const {
   return watchdog_ ? watchdog_->pending() : 0;
+}
+
+std::string Backend::explain_timeout() {
+  std::string out = "group " + info_->label;
+  if (desync_) {
+    return out + ": " + desync_->explain();
+  }
+  for (const auto& op : recorder_->snapshot()) {
+    if (!op.done) {
+      return out + ": waits in seq " + std::to_string(op.seq) + " " + op.describe();
+    }
+  }
+  return out;
+}
+
+void Backend::stall_watchdog(std::chrono::milliseconds pause) {
+  NCCL_CORE_CHECK_VALUE(watchdog_ != nullptr, "nccl_core: the group has no watchdog yet");
+  watchdog_->stall_for(pause);
+}
+
+std::vector<std::string> Backend::recorded_ops() const {
+  std::vector<std::string> out;
+  for (const auto& op : recorder_->snapshot()) {
+    out.push_back(op.line());
+  }
+  return out;
 }
 
 void Backend::eagerConnectSingleDevice(at::Device device) {
@@ -267,17 +309,20 @@ void Backend::check_healthy() const {
   }
   if (failed_.load()) {
     std::lock_guard<std::mutex> lock(error_mutex_);
+    info_->error_reported.store(true);
     C10_THROW_ERROR(DistBackendError,
                     "nccl_core: the communicator failed earlier and was "
                     "aborted: " + error_);
   }
 }
 
-void Backend::record_error(const std::string& msg) {
+void Backend::record_error(const std::string& msg, bool from_watchdog) {
   std::lock_guard<std::mutex> lock(error_mutex_);
   if (!failed_.load()) {
     error_ = msg;
-    timed_out_ = msg.find("timed out") != std::string::npos;
+    timed_out_ = msg.find("timed out") != std::string::npos ||
+                 msg.find("collective operation timeout") != std::string::npos;
+    watchdog_error_ = from_watchdog;
     failed_.store(true);
   }
 }
@@ -307,6 +352,9 @@ void Backend::abort() {
 }
 
 void Backend::shutdown() {
+  if (desync_) {
+    desync_->publish_final();  // peers that time out later learn we left
+  }
   if ((fast_ || symmetric_) && stream_ && comm_ && comm_->is_live()) {
     // Fast-path and symmetric kernels read the peers' memory through windows
     // that finalize deregisters: let them finish first, on our stream and on
@@ -338,6 +386,19 @@ void Backend::shutdown() {
     watchdog_->stop();
   }
   record_error("process group has been shut down");
+  // An error the watchdog found that nothing raised yet reaches the program
+  // here, at destroy_process_group(), instead of passing in silence.
+  std::string unreported;
+  {
+    std::lock_guard<std::mutex> lock(error_mutex_);
+    if (watchdog_error_ && !info_->error_reported.exchange(true)) {
+      unreported = error_;
+    }
+  }
+  if (!unreported.empty()) {
+    C10_THROW_ERROR(DistBackendError, "nccl_core: an error of this group was never raised "
+                                      "before destroy_process_group: " + unreported);
+  }
 }
 
 void Backend::destroy_redops() {

@@ -17,6 +17,8 @@
 #include <optional>
 #include <string>
 
+#include "backend/desync.h"
+#include "backend/flight_recorder.h"
 #include "backend/symmetric.h"
 #include "fast/engine.h"
 #include "backend/options.h"
@@ -144,6 +146,10 @@ class Backend : public c10d::Backend {
   const c10::intrusive_ptr<GroupOptions>& options() const { return options_; }
   c10::cuda::CUDAStream stream();
   size_t pending_works() const;
+  // Tests: the watchdog sleeps `pause` before its next sweep.
+  void stall_watchdog(std::chrono::milliseconds pause);
+  // The flight recorder's lines, oldest first (tests, debugging).
+  std::vector<std::string> recorded_ops() const;
 
   // Buffer view of a tensor: pointer, element count and NCCL type.  Complex
   // tensors are pairs of their real type.  Checks device and layout.
@@ -176,7 +182,10 @@ class Backend : public c10d::Backend {
   at::Device pick_device(const at::Tensor* t) const;
   void adopt(std::shared_ptr<Communicator> comm, at::Device device);
   void check_healthy() const;
-  void record_error(const std::string& msg);
+  void record_error(const std::string& msg, bool from_watchdog = false);
+  // After a timeout (watchdog thread): the group, the op this rank waits in,
+  // and what the other ranks were doing (desync.h).
+  std::string explain_timeout();
   // Reduce op for `t`; PreMulSum ops are queued for destruction after the
   // enqueue (or after the coalescing group ends).
   ncclRedOp_t reduce_op(const c10d::ReduceOp& op, const at::Tensor& t,
@@ -200,6 +209,9 @@ class Backend : public c10d::Backend {
   std::optional<c10::cuda::CUDAStream> stream_;
   std::unique_ptr<at::cuda::CUDAEvent> ready_event_; // reused for stream sync
   std::optional<at::Device> device_;
+  // Declared before the watchdog, whose thread reads them.
+  std::unique_ptr<FlightRecorder> recorder_;
+  std::unique_ptr<DesyncReporter> desync_;
   std::unique_ptr<Watchdog> watchdog_;
   // null unless fast_path_max_bytes or push_max_bytes > 0
   std::unique_ptr<fast::Engine> fast_;
@@ -212,6 +224,8 @@ class Backend : public c10d::Backend {
   std::string error_;
   std::atomic<bool> failed_{false};
   bool timed_out_ = false;
+  bool watchdog_error_ = false;  // error_ came from the watchdog, not abort()/shutdown()
+  std::shared_ptr<GroupInfo> info_;
 
   c10::intrusive_ptr<Backend> split_parent_;
   int split_color_ = -1;

@@ -46,11 +46,27 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
     prof.mark(hp::kSetup);
     c10::intrusive_ptr<Work> work = coalescing_ ? coalesced_ : nullptr;
     uint64_t seq = ++seq_;
+    // What the op moves, for the flight recorder and error reports.
+    int64_t numel_in = 0;
+    int64_t numel_out = 0;
+    c10::ScalarType dtype = c10::ScalarType::Undefined;
+    for (const auto& t : inputs) {
+      numel_in += t.numel();
+      dtype = t.scalar_type();
+    }
+    for (const auto& t : outputs) {
+      numel_out += t.numel();
+      dtype = t.scalar_type();
+    }
     if (!work) {
       work = c10::make_intrusive<Work>(rank_, type, seq, device, comm,
                                        timeout_of(call.timeout),
                                        options_->blocking_wait);
-      work->abort_on_timeout = options_->abort_on_error;
+      work->abort_on_timeout = options_->error_handling != ErrorPolicy::kNone;
+      work->group = info_;
+      work->numel_in = numel_in;
+      work->numel_out = numel_out;
+      work->dtype = dtype;
     }
     work->captured = work->captured || capturing;
     if (!on_current) {
@@ -94,6 +110,9 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
         throw;
       }
       ticket = reporter != nullptr ? reporter->take_ticket() : 0;
+      static const std::shared_ptr<fast::Progress> kNoProgress;
+      recorder_->record(work, seq, type, dtype, numel_in, numel_out,
+                        reporter != nullptr ? reporter->progress() : kNoProgress, ticket);
       prof.mark(hp::kEnqueue);
       guard.rethrow_if_expired();
       if (!coalescing_) {

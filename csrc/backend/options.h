@@ -3,6 +3,7 @@
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include "backend/error_policy.h"
 #include "comm/communicator.h"
 
 namespace nccl_core {
@@ -23,10 +24,27 @@ struct GroupOptions : c10d::Backend::Options {
   bool blocking_wait = false;
   // Period of the watchdog that retires work and detects timeouts.
   std::chrono::milliseconds watchdog_interval{100};
-  // On a timeout or NCCL async error: abort the communicator (true), or only
-  // fail the pending works and keep the communicator, so the survivors of a
-  // dead rank can dist.shrink_group(..., SHRINK_ABORT) and go on.
-  bool abort_on_error = true;
+  // Ops each rank keeps for the desync report (flight_recorder.h); 0 = no
+  // recorder and no report.
+  size_t trace_buffer_size = 256;
+  // How long a timed-out rank waits for the others' answers (desync.h).
+  std::chrono::milliseconds desync_report_wait{5000};
+  // A watchdog that makes no sweep for this long ends the process
+  // (heartbeat.h); 0 = off.
+  std::chrono::milliseconds heartbeat_timeout{480 * 1000};
+  // On a timeout or NCCL async error: TORCH_NCCL_ASYNC_ERROR_HANDLING's
+  // values (error_policy.h); 3, ending the process, by default.
+  int error_handling = ErrorPolicy::kSkipCleanUp;
+  // The policy the watchdog applies.  With blocking wait the waiting call
+  // reports a timeout itself, so the process is never ended for it (as in
+  // backend nccl, where blocking wait turns async error handling off).
+  ErrorPolicy policy() const {
+    ErrorPolicy p{error_handling};
+    if (blocking_wait && p.tears_down()) {
+      p.mode = ErrorPolicy::kCleanUpOnly;
+    }
+    return p;
+  }
   // all_reduce, reduce_scatter_tensor, all_gather_into_tensor, broadcast and
   // even all_to_all_single calls whose input is at most this many bytes run
   // as one kernel of ours on a symmetric scratch window (fast/engine.h);

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "backend/errors.h"
+#include "backend/heartbeat.h"
 #include "backend/work.h"
 #include "comm/communicator.h"
 #include "fast/progress.h"
@@ -13,10 +14,11 @@
 
 namespace nccl_core {
 
-Watchdog::Watchdog(std::chrono::milliseconds interval, bool abort_on_error,
-                   std::function<void(const std::string&)> on_error)
-    : interval_(interval), abort_on_error_(abort_on_error), on_error_(std::move(on_error)) {
+Watchdog::Watchdog(std::chrono::milliseconds interval, ErrorPolicy policy, Hooks hooks,
+                   std::chrono::milliseconds heartbeat, const std::string& label)
+    : interval_(interval), policy_(policy), hooks_(std::move(hooks)) {
   thread_ = std::thread([this] { run(); });
+  heartbeat::watch(&beat_, heartbeat, label);
 }
 
 Watchdog::~Watchdog() {
@@ -27,6 +29,7 @@ void Watchdog::stop() {
   if (stop_.exchange(true)) {
     return;
   }
+  heartbeat::unwatch(&beat_);
   cv_.notify_all();
   if (thread_.joinable()) {
     thread_.join();
@@ -74,17 +77,10 @@ bool Watchdog::check_progress(std::chrono::steady_clock::time_point now) {
   if (timeout.count() <= 0 || now - since_ <= timeout) {
     return true;
   }
-  const char* outcome = abort_on_error_
-                            ? "; communicator aborted"
-                            : "; communicator kept for recovery (shrink_group with SHRINK_ABORT)";
-  fail_all("nccl_core: caught collective operation timeout: a collective on the fast path "
-           "(call " + std::to_string(done + 1) +
-               " of the group's plain calls) timed out after " +
-               std::to_string(timeout.count()) + " ms" + outcome,
-           abort_on_error_);
-  if (abort_on_error_ && comm) {
-    comm->abort();  // ends the kernel waiting in its barrier
-  }
+  handle("nccl_core: caught collective operation timeout: a collective on the fast path "
+         "(call " + std::to_string(done + 1) + " of the group's plain calls) made no progress for " +
+             std::to_string(timeout.count()) + " ms",
+         true, comm);  // aborting `comm` ends the kernel waiting in its barrier
   since_ = now;
   return false;
 }
@@ -118,16 +114,23 @@ void Watchdog::run() {
       break;
     }
     lock.unlock();
+    beat_.fetch_add(1, std::memory_order_relaxed);
+    if (int64_t pause = stall_ms_.exchange(0)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause));
+    }
     try {
       sweep();
     } catch (const std::exception& e) {
-      fail_all(std::string("nccl_core watchdog: ") + e.what(), abort_on_error_);
+      handle(std::string("nccl_core watchdog: ") + e.what(), false, nullptr);
     }
     lock.lock();
   }
 }
 
 void Watchdog::sweep() {
+  if (hooks_.tick) {
+    hooks_.tick();
+  }
   if (!check_progress(std::chrono::steady_clock::now())) {
     return;
   }
@@ -148,19 +151,16 @@ void Watchdog::sweep() {
       done.insert(e.work.get());
       continue;
     }
-    const char* outcome = abort_on_error_
-                              ? "; communicator aborted"
-                              : "; communicator kept for recovery (shrink_group with SHRINK_ABORT)";
     if (e.work->expired(now)) {
-      fail_all(e.work->timeout_message(e.work->getTimeout(), outcome), abort_on_error_);
+      handle(e.work->timeout_message(e.work->getTimeout(), ""), true, e.comm);
       return;
     }
     if (e.comm && e.comm->is_live()) {
       ncclResult_t err = e.comm->async_error();
       if (err != ncclSuccess && err != ncclInProgress) {
-        fail_all("nccl_core: NCCL async error: " + std::string(ncclGetErrorString(err)) + " (" +
-                     e.comm->last_error() + ")" + outcome,
-                 abort_on_error_);
+        handle("nccl_core: NCCL async error: " + std::string(ncclGetErrorString(err)) + " (" +
+                   e.comm->last_error() + ")",
+               false, e.comm);
         return;
       }
     }
@@ -179,6 +179,31 @@ void Watchdog::sweep() {
                  entries_.end());
 }
 
+void Watchdog::handle(const std::string& msg, bool timeout,
+                      const std::shared_ptr<Communicator>& comm) {
+  std::string report = msg + policy_.outcome();
+  if (timeout && hooks_.explain) {
+    try {
+      std::string why = hooks_.explain();
+      if (!why.empty()) {
+        report += "\n" + why;
+      }
+    } catch (const std::exception& e) {
+      report += std::string("\n(desync report failed: ") + e.what() + ")";
+    }
+  }
+  if (policy_.mode == ErrorPolicy::kSkipCleanUp) {
+    tear_down(report);  // nothing aborted: the process ends with its context
+  }
+  fail_all(report, policy_.aborts());
+  if (policy_.aborts() && comm) {
+    comm->abort();
+  }
+  if (policy_.tears_down()) {
+    tear_down(report);
+  }
+}
+
 void Watchdog::fail_all(const std::string& msg, bool abort) {
   std::vector<Entry> failed;
   {
@@ -189,7 +214,9 @@ void Watchdog::fail_all(const std::string& msg, bool abort) {
   // any of these must already see the group as failed, and aborting lets the
   // kernels exit, which a waiter polling the end event must not take for
   // success.
-  on_error_(msg);
+  if (hooks_.on_error) {
+    hooks_.on_error(msg);
+  }
   auto err = dist_backend_error(msg);
   for (auto& e : failed) {
     e.work->set_error(err);

@@ -1,7 +1,10 @@
 // Watchdog: one thread per backend that retires finished work (releasing the
-// tensors it kept alive), and turns timeouts and NCCL async errors into an
-// aborted communicator plus a DistBackendError on every pending work.
+// tensors it kept alive), and turns timeouts and NCCL async errors into a
+// DistBackendError on every pending work, then applies the group's error
+// policy (error_policy.h: abort the communicator, end the process).
 #pragma once
+
+#include "backend/error_policy.h"
 
 #include <c10/util/intrusive_ptr.h>
 
@@ -25,10 +28,20 @@ class Progress;
 
 class Watchdog {
  public:
-  // `on_error(msg)` runs on the watchdog thread after the communicator has
-  // been aborted (the backend records the error for later calls).
-  Watchdog(std::chrono::milliseconds interval, bool abort_on_error,
-           std::function<void(const std::string&)> on_error);
+  struct Hooks {
+    // Records the error in the backend, for later calls (first error wins).
+    std::function<void(const std::string&)> on_error;
+    // After a timeout: what the other ranks were doing (the desync report,
+    // flight_recorder.h); bounded in time, may return "".
+    std::function<std::string()> explain;
+    // Every sweep: lets the backend answer peers' requests for its state.
+    std::function<void()> tick;
+  };
+  // `heartbeat`: how long the thread may go without a sweep before the
+  // heartbeat monitor ends the process (0: not watched); `label` names the
+  // group there.
+  Watchdog(std::chrono::milliseconds interval, ErrorPolicy policy, Hooks hooks,
+           std::chrono::milliseconds heartbeat, const std::string& label);
   ~Watchdog();
 
   void watch(c10::intrusive_ptr<Work> work, std::shared_ptr<Communicator> comm);
@@ -45,9 +58,15 @@ class Watchdog {
   bool drained() const;
   // Stops the thread; pending work is dropped (the comm is gone).
   void stop();
+  // Tests: the thread sleeps `pause` before its next sweep (a stuck watchdog).
+  void stall_for(std::chrono::milliseconds pause) { stall_ms_.store(pause.count()); }
   // Records `msg` as the backend's error, fails every pending work with it
   // and, if `abort`, aborts their communicators.
   void fail_all(const std::string& msg, bool abort);
+  // A timeout or NCCL error found: the report (with the desync explanation
+  // for a timeout), then the policy: fail, abort `comm` and the works'
+  // communicators, end the process.
+  void handle(const std::string& msg, bool timeout, const std::shared_ptr<Communicator>& comm);
 
  private:
   void run();
@@ -61,8 +80,8 @@ class Watchdog {
   };
 
   const std::chrono::milliseconds interval_;
-  const bool abort_on_error_;
-  std::function<void(const std::string&)> on_error_;
+  const ErrorPolicy policy_;
+  Hooks hooks_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<Entry> entries_;
@@ -73,6 +92,8 @@ class Watchdog {
   uint64_t last_done_ = 0;  // watchdog thread only
   std::chrono::steady_clock::time_point since_;  // when last_done_ was seen to change
   std::atomic<bool> stop_{false};
+  std::atomic<uint64_t> beat_{0};       // one more every loop (heartbeat.h)
+  std::atomic<int64_t> stall_ms_{0};
   std::thread thread_;
 };
 

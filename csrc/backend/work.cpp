@@ -92,6 +92,9 @@ void Work::set_error(std::exception_ptr error) {
 void Work::rethrow_if_failed() const {
   auto e = exception();
   if (e != nullptr) {
+    if (group) {
+      group->error_reported.store(true);
+    }
     std::rethrow_exception(e);
   }
 }
@@ -108,10 +111,17 @@ std::string Work::timeout_message(std::chrono::milliseconds limit,
                                   const std::string& outcome) const {
   auto ran = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - start_);
-  return "nccl_core: caught collective operation timeout: " + c10d::opTypeToString(opType_) +
-         " (seq " + std::to_string(seq_) + ") timed out after running for " +
-         std::to_string(ran.count()) + " ms (timeout " + std::to_string(limit.count()) + " ms)" +
-         outcome;
+  std::string what = c10d::opTypeToString(opType_) + " (seq " + std::to_string(seq_);
+  if (group && !group->label.empty()) {
+    what += ", group " + group->label;
+  }
+  if (dtype != c10::ScalarType::Undefined) {
+    what += ", " + std::to_string(numel_in) + " elements in, " + std::to_string(numel_out) +
+            " out, " + c10::toString(dtype);
+  }
+  return "nccl_core: caught collective operation timeout: " + what +
+         ") timed out after running for " + std::to_string(ran.count()) + " ms (timeout " +
+         std::to_string(limit.count()) + " ms)" + outcome;
 }
 
 void Work::run_epilogue() {
@@ -172,6 +182,9 @@ void Work::wait_on_host(std::chrono::milliseconds timeout) {
       auto err = dist_backend_error(
           timeout_message(timeout, abort_on_timeout ? "; communicator aborted" : ""));
       set_error(err);
+      if (group) {
+        group->error_reported.store(true);  // raised right here
+      }
       if (comm_ && abort_on_timeout) {
         comm_->abort();
       }

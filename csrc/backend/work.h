@@ -18,6 +18,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace nccl_core {
@@ -27,6 +28,14 @@ namespace fast {
 class Progress;
 }
 
+// What every op of a group shares with it.
+struct GroupInfo {
+  std::string label;  // "name (rank r of n)", for error reports
+  // Set once an error has been raised to the program: the backend raises an
+  // unreported one at shutdown (destroy_process_group).
+  std::atomic<bool> error_reported{false};
+};
+
 class Work : public c10d::Work {
  public:
   Work(int rank, c10d::OpType type, uint64_t seq, at::Device device,
@@ -35,8 +44,14 @@ class Work : public c10d::Work {
   ~Work() override;
 
   // A host-side wait that times out aborts the communicator (else it only
-  // fails this work): GroupOptions::abort_on_error.
+  // fails this work): error policy 0 keeps it.
   bool abort_on_timeout = true;
+  // What the op moved, for error reports: elements in and out, the dtype.
+  int64_t numel_in = 0;
+  int64_t numel_out = 0;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+  // The group's, shared with the backend (one reference count per op).
+  std::shared_ptr<GroupInfo> group;
 
   bool isCompleted() override;
   bool isSuccess() const override;

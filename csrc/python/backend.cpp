@@ -29,10 +29,34 @@ void bind_backend(py::module_& m) {
       .def_readwrite("is_high_priority_stream", &GroupOptions::is_high_priority_stream)
       .def_readwrite("blocking_wait", &GroupOptions::blocking_wait)
       .def_readwrite("watchdog_interval", &GroupOptions::watchdog_interval)
-      .def_readwrite("abort_on_error", &GroupOptions::abort_on_error,
-                     "Abort the communicator on a timeout or NCCL error (default); False "
-                     "fails the pending work but keeps it for dist.shrink_group(..., "
-                     "SHRINK_ABORT)")
+      .def_readwrite("trace_buffer_size", &GroupOptions::trace_buffer_size,
+                     "Operations each rank keeps for the desync report on a timeout "
+                     "(default 256; 0 = none)")
+      .def_readwrite("desync_report_wait", &GroupOptions::desync_report_wait,
+                     "How long a timed-out rank waits for the other ranks' state (default 5 s)")
+      .def_readwrite("heartbeat_timeout", &GroupOptions::heartbeat_timeout,
+                     "A watchdog that makes no progress for this long ends the process "
+                     "(default 480 s; 0 = off)")
+      .def_property(
+          "error_handling", [](const GroupOptions& o) { return o.error_handling; },
+          [](GroupOptions& o, int v) {
+            if (v < 0 || v > 3) {
+              throw py::value_error("error_handling must be 0-3 (TORCH_NCCL_ASYNC_ERROR_HANDLING), got " +
+                                    std::to_string(v));
+            }
+            o.error_handling = v;
+          },
+          "On a timeout or NCCL error, as TORCH_NCCL_ASYNC_ERROR_HANDLING: 0 fail the work and "
+          "keep the communicator (for dist.shrink_group(..., SHRINK_ABORT)), 1 abort the "
+          "communicator and end the process, 2 abort the communicator and raise, 3 end the "
+          "process (default)")
+      .def_property(
+          "abort_on_error",
+          [](const GroupOptions& o) { return ErrorPolicy{o.error_handling}.aborts(); },
+          [](GroupOptions& o, bool v) {
+            o.error_handling = v ? ErrorPolicy::kCleanUpOnly : ErrorPolicy::kNone;
+          },
+          "Older spelling of error_handling: True is 2 (abort, raise), False is 0 (keep)")
       .def_readwrite("fast_path_max_bytes", &GroupOptions::fast_path_max_bytes,
                      "all_reduce, reduce_scatter_tensor, all_gather_into_tensor, broadcast "
                      "and even all_to_all_single calls whose input is at most this many "
@@ -118,6 +142,10 @@ void bind_backend(py::module_& m) {
       .def("_fast_path_calls", &Backend::fast_path_calls)
       .def("_symmetric_windows", &Backend::symmetric_windows)
       .def("_push_calls", &Backend::push_calls)
+      .def("_recorded_ops", &Backend::recorded_ops,
+           "The flight recorder's entries, oldest first: 'seq N OP DTYPE IN>OUT done|pending'.")
+      .def("_stall_watchdog", &Backend::stall_watchdog, py::arg("pause"),
+           "Tests: the watchdog sleeps `pause` before its next sweep (a stuck watchdog).")
       .def_property_readonly("nccl_core_options", &Backend::options)
       .def_property_readonly("options", &Backend::options,
                              "The group's Options (torch 2.11 has no base binding).")
@@ -126,6 +154,30 @@ void bind_backend(py::module_& m) {
         return py::make_tuple(s.id(), s.device_index(),
                               static_cast<int>(s.device_type()));
       }, "(stream_id, device_index, device_type) of the backend's stream.");
+  m.def(
+      "_desync_analyse",
+      [](int rank, const std::vector<std::string>& mine,
+         const std::vector<std::optional<std::string>>& answers) {
+        std::vector<OpSummary> ops;
+        for (const auto& line : mine) {
+          OpSummary op;
+          if (!OpSummary::parse(line, op)) {
+            throw py::value_error("not an op line: " + line);
+          }
+          ops.push_back(op);
+        }
+        std::vector<DesyncReporter::Answer> peers(answers.size());
+        for (size_t q = 0; q < answers.size(); ++q) {
+          int64_t gen = 0;
+          if (answers[q] && !DesyncReporter::parse_answer(*answers[q], gen, peers[q])) {
+            throw py::value_error("not an answer: " + *answers[q]);
+          }
+        }
+        return DesyncReporter::analyse(rank, ops, peers);
+      },
+      py::arg("rank"), py::arg("mine"), py::arg("answers"),
+      "Tests: the desync report for this rank's ops against the peers' answers "
+      "(None: no answer).");
 }
 
 } // namespace nccl_core::python

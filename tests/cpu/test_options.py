@@ -238,14 +238,31 @@ def test_deepcopy_inside_a_container():
 
 @pytest.mark.parametrize(
     "env,expected",
-    [({"NCCL_CORE_ERROR_HANDLING": "fail"}, False), ({"NCCL_CORE_ERROR_HANDLING": "Abort"}, True),
-     ({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "3"}, False), ({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}, True),
-     ({"NCCL_CORE_ERROR_HANDLING": "abort", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "3"}, True)],
+    [({"NCCL_CORE_ERROR_HANDLING": "fail"}, 0), ({"NCCL_CORE_ERROR_HANDLING": "Abort"}, 2),
+     ({"NCCL_CORE_ERROR_HANDLING": "1"}, 1),
+     ({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "3"}, 3), ({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "1"}, 1),
+     ({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "0"}, 0), ({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "2"}, 2),
+     ({"NCCL_CORE_ERROR_HANDLING": "abort", "TORCH_NCCL_ASYNC_ERROR_HANDLING": "3"}, 2)],
 )
 def test_error_handling_from_env(env, expected):
     from nccl_core_backend.options import env_settings
 
-    assert env_settings(env)["abort_on_error"] is expected
+    assert env_settings(env)["error_handling"] == expected
+
+
+def test_error_handling_option_and_its_older_spelling():
+    from nccl_core_backend import Options
+
+    o = Options()
+    assert o.error_handling == 3 and o.abort_on_error is False
+    o.abort_on_error = True
+    assert o.error_handling == 2
+    o.abort_on_error = False
+    assert o.error_handling == 0
+    o.error_handling = 1
+    assert o.abort_on_error is True
+    with pytest.raises(ValueError, match="error_handling must be 0-3"):
+        o.error_handling = 4
 
 
 def test_error_handling_rejects_unknown_values():
@@ -255,6 +272,8 @@ def test_error_handling_rejects_unknown_values():
         env_settings({"NCCL_CORE_ERROR_HANDLING": "ignore"})
     with pytest.raises(ValueError, match="TORCH_NCCL_ASYNC_ERROR_HANDLING"):
         env_settings({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "7"})
+    with pytest.raises(ValueError, match="TORCH_NCCL_ASYNC_ERROR_HANDLING"):
+        env_settings({"TORCH_NCCL_ASYNC_ERROR_HANDLING": "abort"})
 
 
 @pytest.mark.parametrize("name", ["NCCL_CORE_COMM_NONBLOCKING", "TORCH_NCCL_USE_COMM_NONBLOCKING"])

@@ -20,6 +20,10 @@ import time
 import traceback
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+# The cases provoke timeouts and go on in the same process: abort the
+# communicator and raise (2) instead of ending the process (the default, 3,
+# has cases of its own in test_error_modes.py).
+os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2")
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402

@@ -1,0 +1,32 @@
+#include "backend/error_policy.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace nccl_core {
+
+const char* ErrorPolicy::outcome() const {
+  switch (mode) {
+    case kNone:
+      return "; communicator kept for recovery (TORCH_NCCL_ASYNC_ERROR_HANDLING=0: "
+             "dist.shrink_group with SHRINK_ABORT)";
+    case kTearDown:
+      return "; communicator aborted, ending the process (TORCH_NCCL_ASYNC_ERROR_HANDLING=1)";
+    case kCleanUpOnly:
+      return "; communicator aborted";
+    default:
+      return "; ending the process (TORCH_NCCL_ASYNC_ERROR_HANDLING=3)";
+  }
+}
+
+void tear_down(const std::string& report) {
+  // One write per line, flushed, before the signal: the report must survive.
+  std::fprintf(stderr, "[nccl_core] %s\n", report.c_str());
+  std::fprintf(stderr,
+               "[nccl_core] to keep the process and handle the error in the program, set "
+               "TORCH_NCCL_ASYNC_ERROR_HANDLING=2 (abort the communicator) or 0 (keep it)\n");
+  std::fflush(stderr);
+  std::abort();
+}
+
+}  // namespace nccl_core

@@ -1,0 +1,80 @@
+// The flight recorder of a group: its last N operations (sequence number,
+// op, dtype, sizes, whether the GPU finished them), kept so that a timeout
+// can say what each rank was doing (desync.h) instead of only "timed out".
+//
+// record() runs on the caller's thread for every operation (a short critical
+// section, no allocation once the ring is full of entries); the watchdog
+// reads.  An entry's state is found when read: an op tracked by its kernel's
+// ticket is done once that ticket is reported; otherwise its Work answers,
+// and a Work nobody holds any more was retired by the watchdog (done).
+#pragma once
+
+#include <c10/core/ScalarType.h>
+#include <c10/util/intrusive_ptr.h>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "backend/work.h"
+
+namespace nccl_core {
+
+namespace fast {
+class Progress;
+}
+
+// One operation as the report shows it.
+struct OpSummary {
+  uint64_t seq = 0;
+  std::string op;      // c10d's name: ALLREDUCE, ALLGATHER, ...
+  std::string dtype;   // "Float", ...; "-" for none
+  int64_t numel_in = 0;
+  int64_t numel_out = 0;
+  bool done = false;
+  // "seq 5 ALLREDUCE Float 1024>1024"; parse() reads it back.
+  std::string line() const;
+  static bool parse(const std::string& line, OpSummary& out);
+  // "ALLREDUCE (Float, 1024 in, 1024 out)"
+  std::string describe() const;
+  bool same_call(const OpSummary& o) const {
+    return op == o.op && dtype == o.dtype && numel_in == o.numel_in && numel_out == o.numel_out;
+  }
+};
+
+class FlightRecorder {
+ public:
+  // `capacity` 0 records nothing.
+  explicit FlightRecorder(size_t capacity);
+
+  // One op as launch() enqueued it: its Work (shared by a coalescing block's
+  // ops), and the ticket its fast-path kernel reports (0: none).
+  void record(const c10::intrusive_ptr<Work>& work, uint64_t seq, c10d::OpType op,
+              c10::ScalarType dtype, int64_t numel_in, int64_t numel_out,
+              const std::shared_ptr<fast::Progress>& progress, uint64_t ticket);
+  // The recorded ops, oldest first, with their state now.
+  std::vector<OpSummary> snapshot() const;
+  size_t capacity() const { return entries_.size(); }
+
+ private:
+  struct Entry {
+    uint64_t seq = 0;  // 0: empty
+    c10d::OpType op = c10d::OpType::UNKNOWN;
+    c10::ScalarType dtype = c10::ScalarType::Undefined;
+    int64_t numel_in = 0;
+    int64_t numel_out = 0;
+    c10::weak_intrusive_ptr<Work> work{c10::intrusive_ptr<Work>()};
+    std::shared_ptr<fast::Progress> progress;
+    uint64_t ticket = 0;
+  };
+  bool done(const Entry& e) const;
+
+  mutable std::mutex mutex_;
+  std::vector<Entry> entries_;
+};
+
+}  // namespace nccl_core

@@ -1,0 +1,56 @@
+"""The desync report's analysis (csrc/backend/desync.cpp) on recorded ops:
+what one rank's message says about the others, for each kind of desync."""
+
+from __future__ import annotations
+
+import pytest
+
+_C = pytest.importorskip("nccl_core_backend._C")
+
+
+def answer(status, *ops, gen=1):
+    return f"gen {gen} status {status}\n" + "".join(op + "\n" for op in ops)
+
+
+def test_different_collectives_are_named():
+    mine = ["seq 4 ALLGATHER Long 1>2 done", "seq 5 BROADCAST Long 8>8 pending"]
+    peer = answer("running", "seq 4 ALLGATHER Long 1>2 done", "seq 5 ALLGATHER Long 1>2 pending")
+    msg = _C._desync_analyse(0, mine, [None, peer])
+    assert "rank 1 called ALLGATHER where rank 0 called BROADCAST (seq 5)" in msg, msg
+    assert "rank 0 waits in seq 5 BROADCAST (Long, 8 elements in, 8 out)" in msg, msg
+
+
+def test_a_rank_that_skipped_the_call_is_behind():
+    mine = ["seq 199 ALLREDUCE Float 1048576>1048576 done",
+            "seq 200 ALLREDUCE Float 1048576>1048576 pending"]
+    peer = answer("shutdown", "seq 199 ALLREDUCE Float 1048576>1048576 done", gen=2**63 - 1)
+    msg = _C._desync_analyse(0, mine, [None, peer])
+    assert "rank 1 is behind: it never called seq 200 (ALLREDUCE); it has destroyed its group" in msg, msg
+    assert "its last call was seq 199 ALLREDUCE" in msg, msg
+
+
+def test_different_sizes_are_named():
+    mine = ["seq 7 ALLREDUCE Float 1024>1024 pending"]
+    peer = answer("running", "seq 7 ALLREDUCE Float 2048>2048 pending")
+    msg = _C._desync_analyse(1, mine, [peer, None])
+    assert "rank 0 passed different sizes or dtypes to ALLREDUCE (seq 7)" in msg, msg
+    assert "2048 elements in" in msg and "1024 elements in" in msg, msg
+
+
+def test_missing_and_waiting_peers():
+    mine = ["seq 3 ALLREDUCE Float 16>16 pending"]
+    waiting = answer("stuck", "seq 3 ALLREDUCE Float 16>16 pending")
+    msg = _C._desync_analyse(0, mine, [None, waiting, None])
+    assert "rank 1 is also waiting in seq 3" in msg, msg
+    assert "rank 2 did not answer" in msg, msg
+    assert "no rank called a different op" in msg, msg
+
+
+def test_a_peer_far_ahead_and_malformed_input():
+    mine = ["seq 3 ALLREDUCE Float 16>16 pending"]
+    ahead = answer("running", "seq 40 ALLREDUCE Float 16>16 done")
+    assert "rank 1 is past seq 3" in _C._desync_analyse(0, mine, [None, ahead])
+    with pytest.raises(ValueError, match="not an op line"):
+        _C._desync_analyse(0, ["nonsense"], [None])
+    with pytest.raises(ValueError, match="not an answer"):
+        _C._desync_analyse(0, mine, [None, "gen x"])

@@ -1,0 +1,117 @@
+"""Error-handling scenarios, one fresh process group per launch
+(test_error_modes.py checks the exit code, stderr and timing).
+
+    torchrun --nproc-per-node=N tests/gpu/error_modes.py SCENARIO
+
+The group's timeout is 3 s.  Scenarios:
+- ``stuck``: a spin kernel holds the stream past the timeout and a
+  collective waits behind it (no peer needed: it works at one rank); with
+  ``--async`` the collective runs on the backend's stream (NCCL's path).
+  The script then calls the group again every 0.5 s for 20 s and prints
+  ``RAISED <message>`` when a call raises, ``NO ERROR`` if none did.
+- ``unreported``: as ``stuck`` but the program never calls the group
+  again; ``destroy_process_group()`` must raise, prints ``RAISED``.
+- ``skip_last``: 2+ ranks, 200 all_reduces of 4 MiB; the last rank skips the
+  last one and finishes; the others must not exit 0.
+- ``different_op``: 2+ ranks; rank 1 calls all_gather where the others
+  broadcast (a desync the report must name).
+- ``heartbeat``: the watchdog is stalled for 60 s (a test hook) with
+  ``TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=2``: the monitor must end the process.
+TORCH_NCCL_ASYNC_ERROR_HANDLING comes from the environment.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import sys
+import time
+
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+import nccl_core_backend as nc  # noqa: E402,F401
+
+TIMEOUT_S = 3
+
+
+def spin(seconds: float) -> None:
+    """A kernel that keeps the current stream busy for about `seconds`."""
+    rate = torch.cuda.get_device_properties(torch.cuda.current_device()).clock_rate * 1000
+    torch.cuda._sleep(int(seconds * rate))
+
+
+def call_until_raised(x: torch.Tensor, seconds: float) -> None:
+    end = time.time() + seconds
+    while time.time() < end:
+        try:
+            dist.all_reduce(x)
+        except Exception as e:  # noqa: BLE001 - printed for the test to check
+            print(f"RAISED {type(e).__name__}: {e}", flush=True)
+            return
+        time.sleep(0.5)
+    print("NO ERROR", flush=True)
+
+
+def main() -> int:
+    scenario = sys.argv[1]
+    use_async = "--async" in sys.argv
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl_core", device_id=device,
+                            timeout=datetime.timedelta(seconds=TIMEOUT_S))
+    x = torch.ones(1024, device=device)
+    dist.all_reduce(x)
+    torch.cuda.synchronize()
+    print(f"READY rank {rank}", flush=True)
+    if scenario in ("stuck", "unreported"):
+        spin(TIMEOUT_S + 12)
+        work = dist.all_reduce(x, async_op=use_async)
+        if scenario == "stuck":
+            call_until_raised(x, 20)
+            os._exit(0)
+        time.sleep(TIMEOUT_S + 4)  # the watchdog finds the timeout meanwhile
+        del work
+        try:
+            dist.destroy_process_group()
+        except Exception as e:  # noqa: BLE001
+            print(f"RAISED {type(e).__name__}: {e}", flush=True)
+        else:
+            print("NO ERROR", flush=True)
+        os._exit(0)
+    if scenario == "skip_last":
+        y = torch.ones(1 << 20, device=device)
+        for i in range(200):
+            if rank == world - 1 and i == 199:
+                break
+            dist.all_reduce(y)
+        torch.cuda.synchronize()
+        dist.destroy_process_group()
+        print(f"FINISHED rank {rank}", flush=True)
+        return 0
+    if scenario == "different_op":
+        y = torch.ones(8, device=device, dtype=torch.int64)
+        if rank == 1:
+            outs = [torch.empty_like(y) for _ in range(world)]
+            dist.all_gather(outs, y)
+        else:
+            dist.broadcast(y, src=0)
+        torch.cuda.synchronize()
+        time.sleep(20)
+        print(f"FINISHED rank {rank}", flush=True)
+        return 0
+    if scenario == "heartbeat":
+        pg = dist.distributed_c10d._get_default_group()._get_backend(device)
+        pg._stall_watchdog(datetime.timedelta(seconds=60))
+        time.sleep(30)
+        print("NOT ENDED", flush=True)
+        return 0
+    raise SystemExit(f"unknown scenario {scenario}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
