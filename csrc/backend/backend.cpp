@@ -141,7 +141,7 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   ready_event_ = std::make_unique<at::cuda::CUDAEvent>(cudaEventDisableTiming);
   Watchdog::Hooks hooks;
   hooks.on_error = [this](const std::string& msg) { record_error(msg, true); };
-  hooks.explain = [this] { return explain_timeout(); };
+  hooks.explain = [this](uint64_t at) { return explain_timeout(at); };
   if (options_->trace_buffer_size > 0 && size_ > 1 && store_) {
     std::string tag = options_->group_name + "/" + std::to_string(size_);
     desync_ = std::make_unique<DesyncReporter>(store_, tag, rank_, size_, *recorder_,
@@ -188,13 +188,13 @@ size_t Backend::pending_works() const {
   return watchdog_ ? watchdog_->pending() : 0;
 }
 
-std::string Backend::explain_timeout() {
+std::string Backend::explain_timeout(uint64_t at) {
   std::string out = "group " + info_->label;
   if (desync_) {
-    return out + ": " + desync_->explain();
+    return out + ": " + desync_->explain(at);
   }
   for (const auto& op : recorder_->snapshot()) {
-    if (!op.done) {
+    if (at != 0 ? op.seq == at : !op.done) {
       return out + ": waits in seq " + std::to_string(op.seq) + " " + op.describe();
     }
   }
@@ -308,6 +308,7 @@ void Backend::check_healthy() const {
                     "nccl_core: the communicator has been aborted or destroyed");
   }
   if (failed_.load()) {
+    block_if_tearing_down();
     std::lock_guard<std::mutex> lock(error_mutex_);
     info_->error_reported.store(true);
     C10_THROW_ERROR(DistBackendError,

@@ -185,7 +185,7 @@ class Backend : public c10d::Backend {
   void record_error(const std::string& msg, bool from_watchdog = false);
   // After a timeout (watchdog thread): the group, the op this rank waits in,
   // and what the other ranks were doing (desync.h).
-  std::string explain_timeout();
+  std::string explain_timeout(uint64_t at);
   // Reduce op for `t`; PreMulSum ops are queued for destruction after the
   // enqueue (or after the coalescing group ends).
   ncclRedOp_t reduce_op(const c10d::ReduceOp& op, const at::Tensor& t,

@@ -85,7 +85,7 @@ bool DesyncReporter::parse_answer(const std::string& text, int64_t& generation, 
   return true;
 }
 
-std::string DesyncReporter::explain() {
+std::string DesyncReporter::explain(uint64_t at) {
   auto mine = recorder_.snapshot();
   int64_t generation = store_->add(prefix_ + "requests", 1);
   publish("stuck", generation);
@@ -113,16 +113,16 @@ std::string DesyncReporter::explain() {
   }
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::steady_clock::now() - start);
-  return analyse(rank_, mine, peers) + " (answers gathered in " + std::to_string(waited.count()) +
+  return analyse(rank_, mine, peers, at) + " (answers gathered in " + std::to_string(waited.count()) +
          " ms through the store)";
 }
 
 std::string DesyncReporter::analyse(int rank, const std::vector<OpSummary>& mine,
-                                    const std::vector<Answer>& peers) {
-  // The call this rank waits in: its first unfinished op (else its last).
+                                    const std::vector<Answer>& peers, uint64_t at) {
+  // The call in question: `at`, else the first unfinished op (else the last).
   const OpSummary* stuck = nullptr;
   for (const auto& op : mine) {
-    if (!op.done) {
+    if (at != 0 ? op.seq == at : !op.done) {
       stuck = &op;
       break;
     }
@@ -185,8 +185,10 @@ std::string DesyncReporter::analyse(int rank, const std::vector<OpSummary>& mine
                          std::to_string(last) + ")" + gone);
     }
   }
-  std::string out = "desync report: " + (headline.empty() ? std::string("no rank called a different op") : headline) +
-                    ". " + me + " waits in seq " + std::to_string(stuck->seq) + " " + stuck->describe();
+  std::string out = "desync report: " +
+                    (headline.empty() ? std::string("no rank called a different op") : headline) +
+                    ". " + me + (stuck->done ? " made" : " waits in") + " seq " +
+                    std::to_string(stuck->seq) + " " + stuck->describe();
   for (const auto& f : findings) {
     out += "; " + f;
   }

@@ -36,8 +36,9 @@ class DesyncReporter {
   // From the watchdog's sweep: answers a new request, looking at most once a
   // second.  Never throws (a store that is gone makes no answer).
   void tick();
-  // After a timeout here: asks, waits up to the bound, explains.
-  std::string explain();
+  // After a timeout or mismatch here: asks, waits up to the bound, explains
+  // the call at sequence number `at` (0: the first this rank waits in).
+  std::string explain(uint64_t at = 0);
   // destroy_process_group / shutdown: the final answer.
   void publish_final() noexcept;
 
@@ -49,7 +50,7 @@ class DesyncReporter {
     std::vector<OpSummary> ops;
   };
   static std::string analyse(int rank, const std::vector<OpSummary>& mine,
-                             const std::vector<Answer>& peers);
+                             const std::vector<Answer>& peers, uint64_t at = 0);
   static bool parse_answer(const std::string& text, int64_t& generation, Answer& out);
 
  private:

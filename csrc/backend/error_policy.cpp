@@ -1,7 +1,10 @@
 #include "backend/error_policy.h"
 
+#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 namespace nccl_core {
 
@@ -19,7 +22,20 @@ const char* ErrorPolicy::outcome() const {
   }
 }
 
+namespace {
+std::atomic<bool> g_tearing_down{false};
+}  // namespace
+
+void begin_tear_down() { g_tearing_down.store(true); }
+
+void block_if_tearing_down() {
+  while (g_tearing_down.load()) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+  }
+}
+
 void tear_down(const std::string& report) {
+  begin_tear_down();
   // One write per line, flushed, before the signal: the report must survive.
   std::fprintf(stderr, "[nccl_core] %s\n", report.c_str());
   std::fprintf(stderr,

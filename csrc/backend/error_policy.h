@@ -27,4 +27,10 @@ struct ErrorPolicy {
 // writing `report` to stderr, so that torchrun sees a failed worker.
 [[noreturn]] void tear_down(const std::string& report);
 
+// The process is about to end (policies 1 and 3): from now on a program
+// thread that would see the error (the next call, Work.wait()) waits for the
+// end instead, so it can neither go on with bad data nor exit 0 first.
+void begin_tear_down();
+void block_if_tearing_down();
+
 }  // namespace nccl_core

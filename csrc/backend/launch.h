@@ -90,7 +90,8 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
     fast::Engine* reporter = capturing ? nullptr : fast_path();
     if (reporter != nullptr) {
       reporter->arm(on_current && !options_->blocking_wait &&
-                    call.timeout == c10d::kUnsetTimeout);
+                        call.timeout == c10d::kUnsetTimeout,
+                    seq);
     }
     uint64_t ticket = 0;  // of the call, once the fast path has launched it
     prof.mark(hp::kWork);

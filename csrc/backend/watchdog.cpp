@@ -3,12 +3,14 @@
 #include <c10/cuda/CUDAGraphsC10Utils.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <unordered_set>
 
 #include "backend/errors.h"
 #include "backend/heartbeat.h"
 #include "backend/work.h"
 #include "comm/communicator.h"
+#include "fast/kernels.h"
 #include "fast/progress.h"
 #include "nccl/api.h"
 
@@ -67,6 +69,18 @@ bool Watchdog::check_progress(std::chrono::steady_clock::time_point now) {
   if (!progress) {
     return true;
   }
+  if (unsigned long long f = progress->fault(); f != 0 && !fault_handled_) {
+    fault_handled_ = true;
+    uint64_t seq = progress->fault_seq();
+    char sigs[64];
+    std::snprintf(sigs, sizeof(sigs), "0x%04llx where this rank's is 0x%04llx",
+                  fast::fault_peer_sig(f), fast::fault_my_sig(f));
+    handle("nccl_core: desync found by the fast path: at seq " + std::to_string(seq) + " rank " +
+               std::to_string(fast::fault_peer(f)) + " made another call (signature " + sigs +
+               "); the call moved no data",
+           true, seq, comm);
+    return false;
+  }
   uint64_t done = progress->done();
   if (done != last_done_ || !progress->tracked_pending()) {
     last_done_ = done;
@@ -80,7 +94,7 @@ bool Watchdog::check_progress(std::chrono::steady_clock::time_point now) {
   handle("nccl_core: caught collective operation timeout: a collective on the fast path "
          "(call " + std::to_string(done + 1) + " of the group's plain calls) made no progress for " +
              std::to_string(timeout.count()) + " ms",
-         true, comm);  // aborting `comm` ends the kernel waiting in its barrier
+         true, 0, comm);  // aborting `comm` ends the kernel waiting in its barrier
   since_ = now;
   return false;
 }
@@ -121,7 +135,7 @@ void Watchdog::run() {
     try {
       sweep();
     } catch (const std::exception& e) {
-      handle(std::string("nccl_core watchdog: ") + e.what(), false, nullptr);
+      handle(std::string("nccl_core watchdog: ") + e.what(), false, 0, nullptr);
     }
     lock.lock();
   }
@@ -152,7 +166,7 @@ void Watchdog::sweep() {
       continue;
     }
     if (e.work->expired(now)) {
-      handle(e.work->timeout_message(e.work->getTimeout(), ""), true, e.comm);
+      handle(e.work->timeout_message(e.work->getTimeout(), ""), true, 0, e.comm);
       return;
     }
     if (e.comm && e.comm->is_live()) {
@@ -160,7 +174,7 @@ void Watchdog::sweep() {
       if (err != ncclSuccess && err != ncclInProgress) {
         handle("nccl_core: NCCL async error: " + std::string(ncclGetErrorString(err)) + " (" +
                    e.comm->last_error() + ")",
-               false, e.comm);
+               false, 0, e.comm);
         return;
       }
     }
@@ -179,18 +193,21 @@ void Watchdog::sweep() {
                  entries_.end());
 }
 
-void Watchdog::handle(const std::string& msg, bool timeout,
+void Watchdog::handle(const std::string& msg, bool explain, uint64_t at,
                       const std::shared_ptr<Communicator>& comm) {
   std::string report = msg + policy_.outcome();
-  if (timeout && hooks_.explain) {
+  if (explain && hooks_.explain) {
     try {
-      std::string why = hooks_.explain();
+      std::string why = hooks_.explain(at);
       if (!why.empty()) {
         report += "\n" + why;
       }
     } catch (const std::exception& e) {
       report += std::string("\n(desync report failed: ") + e.what() + ")";
     }
+  }
+  if (policy_.tears_down()) {
+    begin_tear_down();
   }
   if (policy_.mode == ErrorPolicy::kSkipCleanUp) {
     tear_down(report);  // nothing aborted: the process ends with its context

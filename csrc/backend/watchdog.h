@@ -31,9 +31,10 @@ class Watchdog {
   struct Hooks {
     // Records the error in the backend, for later calls (first error wins).
     std::function<void(const std::string&)> on_error;
-    // After a timeout: what the other ranks were doing (the desync report,
-    // flight_recorder.h); bounded in time, may return "".
-    std::function<std::string()> explain;
+    // After a timeout or a mismatch: what the other ranks were doing at
+    // sequence number `at` (0: where this rank waits), the desync report
+    // (desync.h); bounded in time, may return "".
+    std::function<std::string(uint64_t at)> explain;
     // Every sweep: lets the backend answer peers' requests for its state.
     std::function<void()> tick;
   };
@@ -63,10 +64,11 @@ class Watchdog {
   // Records `msg` as the backend's error, fails every pending work with it
   // and, if `abort`, aborts their communicators.
   void fail_all(const std::string& msg, bool abort);
-  // A timeout or NCCL error found: the report (with the desync explanation
-  // for a timeout), then the policy: fail, abort `comm` and the works'
-  // communicators, end the process.
-  void handle(const std::string& msg, bool timeout, const std::shared_ptr<Communicator>& comm);
+  // A timeout, mismatch or NCCL error found: the report (with the desync
+  // explanation if `explain`, at sequence number `at`), then the policy:
+  // fail, abort `comm` and the works' communicators, end the process.
+  void handle(const std::string& msg, bool explain, uint64_t at,
+              const std::shared_ptr<Communicator>& comm);
 
  private:
   void run();
@@ -90,6 +92,7 @@ class Watchdog {
   std::shared_ptr<Communicator> progress_comm_;
   std::function<std::chrono::milliseconds()> progress_timeout_;
   uint64_t last_done_ = 0;  // watchdog thread only
+  bool fault_handled_ = false;  // watchdog thread only
   std::chrono::steady_clock::time_point since_;  // when last_done_ was seen to change
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> beat_{0};       // one more every loop (heartbeat.h)

@@ -6,6 +6,7 @@
 
 #include <thread>
 
+#include "backend/error_policy.h"
 #include "backend/errors.h"
 #include "comm/communicator.h"
 #include "fast/progress.h"
@@ -92,6 +93,7 @@ void Work::set_error(std::exception_ptr error) {
 void Work::rethrow_if_failed() const {
   auto e = exception();
   if (e != nullptr) {
+    block_if_tearing_down();
     if (group) {
       group->error_reported.store(true);
     }

@@ -69,6 +69,7 @@ void Engine::set_up(Communicator& comm, cudaStream_t stream) {
   s.done = progress_->device_word();
   s.stop = progress_->stop_word(comm.device(), stream);
   s.abort = comm.abort_flag();
+  s.fault = progress_->fault_words();
   s.half = half;
   s.nranks = comm.nranks();
   s.rank = comm.rank();
@@ -182,11 +183,19 @@ bool Engine::push_ready(Communicator& comm, size_t bytes, cudaStream_t stream) {
   return true;
 }
 
+CallTag Engine::tag(int kind, int type, int op, size_t size, int root) const {
+  // A call without a sequence number from its caller (the raw API) counts
+  // its own: every rank makes the same calls.
+  uint64_t seq = seq_ != 0 ? seq_ : calls_.load(std::memory_order_relaxed);
+  return CallTag{ticket_, seq, call_signature(kind, type, op, size, root, seq)};
+}
+
 uint64_t Engine::take_ticket() {
   uint64_t t = armed_ && track_ ? last_ticket_ : 0;
   armed_ = false;
   ticket_ = 0;
   last_ticket_ = 0;
+  seq_ = 0;
   return t;
 }
 
@@ -240,7 +249,8 @@ bool Engine::all_reduce(Communicator& comm, const void* in, void* out, size_t co
     return false;
   }
   prof.mark(host_profile::kReady);
-  bool ok = launch_reduce(shared_, in, count, out, count, 0, type, op, ticket_, stream);
+  bool ok = launch_reduce(shared_, in, count, out, count, 0, type, op,
+                          tag(1, type, op, count, 0), stream);
   prof.mark(host_profile::kLaunch);
   settle(ok);
   prof.mark(host_profile::kMark);
@@ -270,7 +280,7 @@ bool Engine::reduce_scatter(Communicator& comm, const void* in, void* out, size_
     return false;
   }
   return settle(launch_reduce(shared_, in, n * count, out, count, comm.rank() * count, type, op,
-                            ticket_, stream));
+                              tag(2, type, op, count, 0), stream));
 }
 
 bool Engine::all_gather(Communicator& comm, const void* in, void* out, size_t bytes,
@@ -278,7 +288,7 @@ bool Engine::all_gather(Communicator& comm, const void* in, void* out, size_t by
   if (!ready(comm, bytes, stream)) {
     return false;
   }
-  launch_copy(shared_, in, bytes, out, bytes, 0, 0, comm.nranks(), ticket_, stream);
+  launch_copy(shared_, in, bytes, out, bytes, 0, 0, comm.nranks(), tag(3, 0, 0, bytes, 0), stream);
   return settle(true);
 }
 
@@ -288,8 +298,8 @@ bool Engine::all_to_all(Communicator& comm, const void* in, void* out, size_t by
   if (!ready(comm, n * bytes, stream)) {
     return false;
   }
-  launch_copy(shared_, in, n * bytes, out, bytes, comm.rank() * bytes, 0, comm.nranks(), ticket_,
-              stream);
+  launch_copy(shared_, in, n * bytes, out, bytes, comm.rank() * bytes, 0, comm.nranks(),
+              tag(4, 0, 0, bytes, 0), stream);
   return settle(true);
 }
 
@@ -299,9 +309,9 @@ bool Engine::broadcast(Communicator& comm, void* buf, size_t bytes, int root,
     return false;
   }
   if (comm.rank() == root) {
-    launch_copy(shared_, buf, bytes, buf, bytes, 0, root, 0, ticket_, stream);
+    launch_copy(shared_, buf, bytes, buf, bytes, 0, root, 0, tag(5, 0, 0, bytes, root), stream);
   } else {
-    launch_copy(shared_, nullptr, 0, buf, bytes, 0, root, 1, ticket_, stream);
+    launch_copy(shared_, nullptr, 0, buf, bytes, 0, root, 1, tag(5, 0, 0, bytes, root), stream);
   }
   return settle(true);
 }

@@ -85,9 +85,12 @@ class Engine {
   // ticket that it reports when it leaves.  `track`: the call's Work relies
   // on the report instead of an end event.  take_ticket() disarms and
   // returns the call's last ticket if tracked, else 0.
-  void arm(bool track) {
+  // `seq`: the caller's sequence number of the call (0: the engine counts),
+  // part of the signature peers compare (kernels.h).
+  void arm(bool track, uint64_t seq = 0) {
     armed_ = true;
     track_ = track;
+    seq_ = seq;
   }
   uint64_t take_ticket();
   const std::shared_ptr<Progress>& progress() const { return progress_; }
@@ -112,6 +115,9 @@ class Engine {
   void start_call(Communicator& comm, cudaStream_t stream);
   // After a launch attempt: commits the call's ticket if it was launched.
   bool settle(bool launched);
+  // The kernel's tag for this call: ticket, sequence number, signature of
+  // (kind, type, op, size, root).
+  CallTag tag(int kind, int type, int op, size_t size, int root) const;
 
   const size_t max_bytes_;
   bool disabled_ = false;
@@ -132,6 +138,7 @@ class Engine {
   bool armed_ = false;
   bool track_ = false;
   uint64_t ticket_ = 0;       // of the kernel being launched
+  uint64_t seq_ = 0;          // of the armed call (0: none given)
   uint64_t last_ticket_ = 0;  // of the armed call's last launched kernel
   cudaStream_t last_stream_ = nullptr;  // of the current call
   bool capturing_ = false;              // the current call's stream is capturing

@@ -29,7 +29,9 @@ __device__ __forceinline__ unsigned long long* flags_of(const Shared& s, int ran
 struct BlockState {
   unsigned long long barriers;
   unsigned long long call;
+  unsigned long long sig;  // this call's signature (kernels.h)
   int stop;
+  int mismatch;  // a peer's flag carried another signature: move no data
 };
 
 __device__ __forceinline__ char* half_of(const Shared& s, int rank, const BlockState& st) {
@@ -38,11 +40,13 @@ __device__ __forceinline__ char* half_of(const Shared& s, int rank, const BlockS
 
 // False when the communicator is being aborted (Progress::stop_kernels): the
 // call must leave before it touches the window, which NCCL's abort unmaps.
-__device__ __forceinline__ bool begin(const Shared& s, BlockState& st) {
+__device__ __forceinline__ bool begin(const Shared& s, BlockState& st, const CallTag& tag) {
   if (threadIdx.x == 0) {
     st.barriers = s.epoch[0];
     st.call = s.epoch[1] + 1;
+    st.sig = tag.sig;
     st.stop = *s.stop != 0;
+    st.mismatch = 0;
   }
   __syncthreads();
   return st.stop == 0;
@@ -93,24 +97,34 @@ __device__ void copy_bytes(char* dst, const char* src, size_t n) {
 // Every block of every rank: this block tells each rank it has arrived
 // (release, after the block's stores), then waits until every block of every
 // rank has (acquire).  False when the communicator was aborted meanwhile.
-__device__ bool barrier(const Shared& s, BlockState& st) {
+// A flag at this barrier's count with another call's signature is recorded
+// (st.mismatch, s.fault) and the barrier completes as usual.
+__device__ bool barrier(const Shared& s, BlockState& st, const CallTag& tag) {
   __syncthreads();
   const unsigned long long epoch = st.barriers + 1;
   if (threadIdx.x < s.nranks) {
     unsigned long long* f = flags_of(s, threadIdx.x) + s.rank * kBlocks + blockIdx.x;
     __threadfence_system();
-    SystemWord(*f).store(epoch, cuda::memory_order_release);
+    SystemWord(*f).store((epoch << kSigBits) | st.sig, cuda::memory_order_release);
   }
   unsigned long long* mine = flags_of(s, s.rank);
   for (int i = threadIdx.x; i < s.nranks * kBlocks; i += blockDim.x) {
     SystemWord f(mine[i]);
     unsigned spins = 0;
-    while (f.load(cuda::memory_order_acquire) < epoch) {
+    unsigned long long v;
+    while (((v = f.load(cuda::memory_order_acquire)) >> kSigBits) < epoch) {
       if (++spins % kAbortEvery == 0 && (*s.abort != 0 || *(volatile int*)&st.stop != 0)) {
         st.stop = 1;
         break;
       }
       __nanosleep(32);
+    }
+    if ((v >> kSigBits) == epoch && (v & kSigMask) != st.sig) {
+      *(volatile int*)&st.mismatch = 1;
+      int peer = i / kBlocks;
+      if (atomicCAS(&s.fault[0], 0ull, pack_fault(peer, v & kSigMask, st.sig)) == 0ull) {
+        s.fault[1] = tag.seq;
+      }
     }
   }
   __syncthreads();
@@ -164,59 +178,63 @@ __device__ void reduce_range(const Shared& s, const BlockState& st, size_t src_o
 template <class T, int Op, bool Vec>
 __global__ void __launch_bounds__(kThreads)
     reduce_kernel(Shared s, const char* in, size_t in_bytes, T* out, size_t count,
-                  size_t src_offset, size_t chunk, typename Acc<T>::type scale,
-                  unsigned long long ticket) {
+                  size_t src_offset, size_t chunk, typename Acc<T>::type scale, CallTag tag) {
   __shared__ BlockState st;
-  if (!begin(s, st)) {
-    leave(s, st, false, ticket);
+  if (!begin(s, st, tag)) {
+    leave(s, st, false, tag.ticket);
     return;
   }
   copy_bytes(half_of(s, s.rank, st), in, in_bytes);
-  if (!barrier(s, st)) {
-    leave(s, st, false, ticket);
+  if (!barrier(s, st, tag)) {
+    leave(s, st, false, tag.ticket);
     return;
   }
   size_t units = Vec ? count / (16 / sizeof(T)) : count;
   if (chunk == 0) {
-    reduce_range<T, Op, Vec>(s, st, src_offset, out, 0, units, scale);
+    if (!st.mismatch) {
+      reduce_range<T, Op, Vec>(s, st, src_offset, out, 0, units, scale);
+    }
   } else {
     size_t lo = smin(units, s.rank * chunk);
     size_t hi = smin(units, lo + chunk);
     T* mine = reinterpret_cast<T*>(half_of(s, s.rank, st));
-    reduce_range<T, Op, Vec>(s, st, 0, mine, lo, hi, scale);
-    if (!barrier(s, st)) {
-      leave(s, st, false, ticket);
+    if (!st.mismatch) {
+      reduce_range<T, Op, Vec>(s, st, 0, mine, lo, hi, scale);
+    }
+    // Crossed even after a mismatch: peers that did not see it wait here.
+    if (!barrier(s, st, tag)) {
+      leave(s, st, false, tag.ticket);
       return;
     }
     size_t unit_bytes = Vec ? 16 : sizeof(T);
-    for (int p = 0; p < s.nranks; ++p) {
+    for (int p = 0; p < s.nranks && !st.mismatch; ++p) {
       size_t plo = smin(units, p * chunk);
       size_t phi = smin(units, plo + chunk);
       copy_bytes(reinterpret_cast<char*>(out) + plo * unit_bytes,
                  half_of(s, p, st) + plo * unit_bytes, (phi - plo) * unit_bytes);
     }
   }
-  leave(s, st, true, ticket);
+  leave(s, st, true, tag.ticket);
 }
 
 __global__ void __launch_bounds__(kThreads)
     copy_kernel(Shared s, const char* in, size_t in_bytes, char* out, size_t bytes,
-                size_t src_offset, int first_peer, int npeers, unsigned long long ticket) {
+                size_t src_offset, int first_peer, int npeers, CallTag tag) {
   __shared__ BlockState st;
-  if (!begin(s, st)) {
-    leave(s, st, false, ticket);
+  if (!begin(s, st, tag)) {
+    leave(s, st, false, tag.ticket);
     return;
   }
   copy_bytes(half_of(s, s.rank, st), in, in_bytes);
-  if (!barrier(s, st)) {
-    leave(s, st, false, ticket);
+  if (!barrier(s, st, tag)) {
+    leave(s, st, false, tag.ticket);
     return;
   }
-  for (int q = 0; q < npeers; ++q) {
+  for (int q = 0; q < npeers && !st.mismatch; ++q) {
     copy_bytes(out + static_cast<size_t>(q) * bytes, half_of(s, first_peer + q, st) + src_offset,
                bytes);
   }
-  leave(s, st, true, ticket);
+  leave(s, st, true, tag.ticket);
 }
 
 bool aligned16(uintptr_t v) { return (v & 15) == 0; }
@@ -229,7 +247,7 @@ constexpr size_t kTwoShotBytes = size_t(1) << 20;
 }  // namespace
 
 bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, size_t count,
-                   size_t src_offset, ncclDataType_t type, int op, uint64_t ticket,
+                   size_t src_offset, ncclDataType_t type, int op, const CallTag& tag,
                    cudaStream_t stream) {
   bool launched = false;
   visit_type(type, [&](auto tt) {
@@ -254,11 +272,11 @@ bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, 
       if (vec) {
         launch_kernel<reduce_kernel<T, Op, true>>(kBlocks, kThreads, stream, s, bytes_in,
                                                   in_count * sizeof(T), static_cast<T*>(out),
-                                                  count, src_offset, chunk, scale, ticket);
+                                                  count, src_offset, chunk, scale, tag);
       } else {
         launch_kernel<reduce_kernel<T, Op, false>>(kBlocks, kThreads, stream, s, bytes_in,
                                                    in_count * sizeof(T), static_cast<T*>(out),
-                                                   count, src_offset, chunk, scale, ticket);
+                                                   count, src_offset, chunk, scale, tag);
       }
     });
   });
@@ -266,10 +284,10 @@ bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, 
 }
 
 void launch_copy(const Shared& s, const void* in, size_t in_bytes, void* out, size_t bytes,
-                 size_t src_offset, int first, int npeers, uint64_t ticket, cudaStream_t stream) {
+                 size_t src_offset, int first, int npeers, const CallTag& tag, cudaStream_t stream) {
   launch_kernel<copy_kernel>(kBlocks, kThreads, stream, s, static_cast<const char*>(in),
                              in_bytes, static_cast<char*>(out), bytes, src_offset, first, npeers,
-                             ticket);
+                             tag);
 }
 
 }  // namespace nccl_core::fast

@@ -14,6 +14,15 @@
 // NCCL that gives window pointers.  The barrier polls the communicator's
 // abort flag: an abort (watchdog timeout, a lost rank) ends a waiting kernel
 // instead of leaving it spinning.
+//
+// Desync detection at no extra traffic: a barrier flag carries the call's
+// signature (a 16-bit hash of op, type, size, root and sequence number) in
+// its low bits beside the barrier count.  A block that finds a peer's flag
+// at the same count with another signature records the mismatch in
+// host-mapped memory (Shared::fault), and the call moves no data: ranks that
+// called different collectives or sizes get an error (the watchdog reads the
+// record) instead of each other's bytes.  At least one side of a mismatched
+// pair sees it: neither can raise its next flag before it read the other's.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -21,6 +30,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
+
+#ifdef __CUDACC__
+#define NCCL_CORE_HOST_DEVICE __host__ __device__
+#else
+#define NCCL_CORE_HOST_DEVICE
+#endif
 
 namespace nccl_core::fast {
 
@@ -29,6 +45,41 @@ constexpr int kMaxRanks = 16;
 constexpr int kBlocks = 16;
 // Window layout: barrier flags first, then two data halves.
 constexpr size_t kFlagBytes = sizeof(unsigned long long) * kMaxRanks * kBlocks;
+// A flag is (barrier count << kSigBits) | signature.
+constexpr int kSigBits = 16;
+constexpr unsigned long long kSigMask = (1ull << kSigBits) - 1;
+
+// What identifies one call on every rank: `ticket` (0: none) is stored in
+// Shared::done once every block has left; `seq` and `sig` go into the fault
+// record and the barrier flags.
+struct CallTag {
+  unsigned long long ticket;
+  unsigned long long seq;
+  unsigned long long sig;  // kSigBits wide
+};
+
+// The call's signature: equal on every rank that makes the same call.
+inline unsigned long long call_signature(int kind, int type, int op, unsigned long long bytes,
+                                         int root, unsigned long long seq) {
+  unsigned long long h = 0x9e3779b97f4a7c15ull;
+  for (unsigned long long v : {static_cast<unsigned long long>(kind),
+                               static_cast<unsigned long long>(type),
+                               static_cast<unsigned long long>(op), bytes,
+                               static_cast<unsigned long long>(root), seq}) {
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  }
+  return (h ^ (h >> 32) ^ (h >> 16)) & kSigMask;
+}
+
+// The fault record's first word: nonzero, the peer, both signatures.
+NCCL_CORE_HOST_DEVICE inline unsigned long long pack_fault(int peer, unsigned long long peer_sig,
+                                     unsigned long long my_sig) {
+  return (1ull << 63) | (static_cast<unsigned long long>(peer) << 40) | (peer_sig << kSigBits) |
+         my_sig;
+}
+inline int fault_peer(unsigned long long f) { return static_cast<int>((f >> 40) & 0xffff); }
+inline unsigned long long fault_peer_sig(unsigned long long f) { return (f >> kSigBits) & kSigMask; }
+inline unsigned long long fault_my_sig(unsigned long long f) { return f & kSigMask; }
 
 // Where one call's kernel finds everything (identical on every call of a
 // group but the epoch, which lives in device memory so graph replays advance
@@ -40,6 +91,9 @@ struct Shared {
   unsigned long long* done;    // the last finished ticket (host-mapped, progress.h)
   const unsigned long long* stop;  // nonzero: leave at once (device memory, progress.h)
   const volatile int* abort;   // the communicator's abort flag (host-mapped)
+  // [mismatch, seq] (host-mapped, progress.h): the first mismatch a block saw,
+  // packed by pack_fault(), and the sequence number of its call.
+  unsigned long long* fault;
   size_t half;                 // bytes in each data half
   int nranks;
   int rank;
@@ -51,10 +105,11 @@ struct Shared {
 //   reduce_scatter: in_count = count * nranks, src_offset = rank * count
 // op: ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg (floating types).
 // False (nothing launched) for a type or op the kernels do not cover.
-// `ticket` (0: none) is stored in s.done once every block of the call has
-// left, whether the call completed or was stopped by an abort.
+// The tag's ticket is stored in s.done once every block of the call has
+// left, whether the call completed, was stopped by an abort, or found a
+// mismatched peer.
 bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, size_t count,
-                   size_t src_offset, ncclDataType_t type, int op, uint64_t ticket,
+                   size_t src_offset, ncclDataType_t type, int op, const CallTag& tag,
                    cudaStream_t stream);
 
 // For peers p in [first, first + npeers): out[(p - first) * bytes + j] =
@@ -64,6 +119,6 @@ bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, 
 //   all_to_all:  in_bytes = bytes * nranks, first 0,    npeers nranks, src rank * bytes
 //   broadcast:   root stages; others read first = root, npeers 1
 void launch_copy(const Shared& s, const void* in, size_t in_bytes, void* out, size_t bytes,
-                 size_t src_offset, int first, int npeers, uint64_t ticket, cudaStream_t stream);
+                 size_t src_offset, int first, int npeers, const CallTag& tag, cudaStream_t stream);
 
 }  // namespace nccl_core::fast

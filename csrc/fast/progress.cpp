@@ -11,11 +11,13 @@ namespace nccl_core::fast {
 Progress::Progress() {
   NCCL_CORE_CUDA_CHECK(cudaGetDevice(&device_index_));
   void* host = nullptr;
-  NCCL_CORE_CUDA_CHECK(cudaHostAlloc(&host, 2 * sizeof(unsigned long long),
+  NCCL_CORE_CUDA_CHECK(cudaHostAlloc(&host, 4 * sizeof(unsigned long long),
                                      cudaHostAllocMapped | cudaHostAllocPortable));
   host_ = static_cast<volatile unsigned long long*>(host);
   host_[0] = 0;
   host_[1] = 1;
+  host_[2] = 0;
+  host_[3] = 0;
   void* dev = nullptr;
   cudaError_t err = cudaHostGetDevicePointer(&dev, host, 0);
   if (err != cudaSuccess) {

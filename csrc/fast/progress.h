@@ -26,6 +26,11 @@ class Progress {
 
   // Where kernels store the ticket of the call they finish.
   unsigned long long* device_word() const { return device_; }
+  // Where kernels record a peer whose call did not match theirs (kernels.h:
+  // [pack_fault(...), seq]); fault() reads it: 0 while none.
+  unsigned long long* fault_words() const { return device_ + 2; }
+  unsigned long long fault() const { return host_[2]; }
+  unsigned long long fault_seq() const { return host_[3]; }
   // The word kernels read first (nonzero: leave at once), zeroed on `stream`
   // at the first request (the engine's set-up, never under graph capture).
   const unsigned long long* stop_word(int device, cudaStream_t stream);
@@ -60,7 +65,7 @@ class Progress {
 
  private:
   int device_index_ = -1;
-  volatile unsigned long long* host_ = nullptr;  // [done, 1 (the stop value)]
+  volatile unsigned long long* host_ = nullptr;  // [done, 1 (the stop value), fault, its seq]
   unsigned long long* device_ = nullptr;         // host_[0], as the GPU sees it
   at::Tensor stop_;                              // one word of device memory
   std::atomic<uint64_t> issued_{0};

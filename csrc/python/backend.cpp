@@ -157,7 +157,7 @@ void bind_backend(py::module_& m) {
   m.def(
       "_desync_analyse",
       [](int rank, const std::vector<std::string>& mine,
-         const std::vector<std::optional<std::string>>& answers) {
+         const std::vector<std::optional<std::string>>& answers, uint64_t at) {
         std::vector<OpSummary> ops;
         for (const auto& line : mine) {
           OpSummary op;
@@ -173,9 +173,9 @@ void bind_backend(py::module_& m) {
             throw py::value_error("not an answer: " + *answers[q]);
           }
         }
-        return DesyncReporter::analyse(rank, ops, peers);
+        return DesyncReporter::analyse(rank, ops, peers, at);
       },
-      py::arg("rank"), py::arg("mine"), py::arg("answers"),
+      py::arg("rank"), py::arg("mine"), py::arg("answers"), py::arg("at") = 0,
       "Tests: the desync report for this rank's ops against the peers' answers "
       "(None: no answer).");
 }

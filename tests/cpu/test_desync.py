@@ -46,6 +46,14 @@ def test_missing_and_waiting_peers():
     assert "no rank called a different op" in msg, msg
 
 
+def test_a_mismatch_found_on_a_finished_call():
+    mine = ["seq 2 ALLREDUCE Float 1024>1024 done", "seq 3 BROADCAST Float 8>8 done"]
+    peer = answer("running", "seq 2 ALLREDUCE Float 2048>2048 done")
+    msg = _C._desync_analyse(0, mine, [None, peer], at=2)
+    assert "rank 1 passed different sizes or dtypes to ALLREDUCE (seq 2)" in msg, msg
+    assert "rank 0 made seq 2 ALLREDUCE" in msg, msg
+
+
 def test_a_peer_far_ahead_and_malformed_input():
     mine = ["seq 3 ALLREDUCE Float 16>16 pending"]
     ahead = answer("running", "seq 40 ALLREDUCE Float 16>16 done")

@@ -15,6 +15,9 @@ The group's timeout is 3 s.  Scenarios:
   last one and finishes; the others must not exit 0.
 - ``different_op``: 2+ ranks; rank 1 calls all_gather where the others
   broadcast (a desync the report must name).
+- ``mismatch_fast``: 2+ ranks; rank 0 all_reduces 1024 floats, the others
+  2048 (both on the fast path): the kernels' signatures differ, so the
+  call moves no data and the report names both sizes.
 - ``heartbeat``: the watchdog is stalled for 60 s (a test hook) with
   ``TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=2``: the monitor must end the process.
 TORCH_NCCL_ASYNC_ERROR_HANDLING comes from the environment.
@@ -102,6 +105,13 @@ def main() -> int:
             dist.broadcast(y, src=0)
         torch.cuda.synchronize()
         time.sleep(20)
+        print(f"FINISHED rank {rank}", flush=True)
+        return 0
+    if scenario == "mismatch_fast":
+        y = torch.ones(1024 if rank == 0 else 2048, device=device)
+        dist.all_reduce(y)
+        torch.cuda.synchronize()
+        time.sleep(15)  # the watchdog finds the record meanwhile
         print(f"FINISHED rank {rank}", flush=True)
         return 0
     if scenario == "heartbeat":

@@ -83,6 +83,14 @@ def test_skipped_last_collective_never_passes(mode):
     assert "rank 1 is behind: it never called seq" in log or "never raised" in log, log[-4000:]
 
 
+def test_mismatched_fast_path_calls_are_named():
+    p, _, log = launch("mismatch_fast", 2, 3)
+    assert p.returncode != 0, log[-4000:]
+    assert "desync found by the fast path" in log, log[-4000:]
+    assert "passed different sizes or dtypes to ALLREDUCE" in log, log[-4000:]
+    assert "1024 elements in" in log and "2048 elements in" in log, log[-4000:]
+
+
 def test_different_collectives_are_named():
     p, _, log = launch("different_op", 2, 3)
     assert p.returncode != 0, log[-4000:]
