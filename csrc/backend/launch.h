@@ -21,6 +21,7 @@
 
 #include "backend/backend.h"
 #include "backend/errors.h"
+#include "backend/profiling.h"
 #include "backend/watchdog.h"
 #include "util/host_profile.h"
 
@@ -46,6 +47,9 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
     prof.mark(hp::kSetup);
     c10::intrusive_ptr<Work> work = coalescing_ ? coalesced_ : nullptr;
     uint64_t seq = ++seq_;
+    // A profiler's record closes when the watchdog sees the op finish, so a
+    // profiled op is watched (not tracked by its kernel's report alone).
+    const bool profiling = profiling::active();
     // What the op moves, for the flight recorder and error reports.
     int64_t numel_in = 0;
     int64_t numel_out = 0;
@@ -60,8 +64,8 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
     }
     if (!work) {
       work = c10::make_intrusive<Work>(rank_, type, seq, device, comm,
-                                       timeout_of(call.timeout),
-                                       options_->blocking_wait);
+                                       timeout_of(call.timeout), options_->blocking_wait,
+                                       profiling ? profiling::title(type) : nullptr, &inputs);
       work->abort_on_timeout = options_->error_handling != ErrorPolicy::kNone;
       work->group = info_;
       work->numel_in = numel_in;
@@ -90,7 +94,7 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
     fast::Engine* reporter = capturing ? nullptr : fast_path();
     if (reporter != nullptr) {
       reporter->arm(on_current && !options_->blocking_wait &&
-                        call.timeout == c10d::kUnsetTimeout,
+                        call.timeout == c10d::kUnsetTimeout && !profiling,
                     seq);
     }
     uint64_t ticket = 0;  // of the call, once the fast path has launched it

@@ -5,7 +5,7 @@
 // allocated, while no profiler listens.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 
 namespace nccl_core::profiling {
 

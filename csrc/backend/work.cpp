@@ -16,8 +16,12 @@ namespace nccl_core {
 
 Work::Work(int rank, c10d::OpType type, uint64_t seq, at::Device device,
            std::shared_ptr<Communicator> comm,
-           std::chrono::milliseconds timeout, bool blocking_wait)
-    : c10d::Work(rank, type),
+           std::chrono::milliseconds timeout, bool blocking_wait, const char* profiling_title,
+           const std::vector<at::Tensor>* inputs)
+    : c10d::Work(rank, type, profiling_title,
+                 inputs != nullptr && profiling_title != nullptr
+                     ? std::optional<std::vector<at::Tensor>>(*inputs)
+                     : std::nullopt),
       seq_(seq),
       device_(device),
       comm_(std::move(comm)),
@@ -54,6 +58,7 @@ bool Work::gpu_done() {
   }
   if (progress_ && progress_->done() >= ticket_) {
     done_.store(true, std::memory_order_release);
+    close_record();
     return true;
   }
   if (!recorded || captured) {
@@ -61,9 +66,16 @@ bool Work::gpu_done() {
   }
   if (end_event_.query()) {
     done_.store(true, std::memory_order_release);
+    close_record();
     return true;
   }
   return false;
+}
+
+void Work::close_record() {
+  if (recordFunctionEndCallback_ && !record_closed_.exchange(true)) {
+    recordFunctionEndCallback_();
+  }
 }
 
 bool Work::isCompleted() {
@@ -84,10 +96,13 @@ std::exception_ptr Work::exception() const {
 }
 
 void Work::set_error(std::exception_ptr error) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (exception_ == nullptr) {
-    exception_ = std::move(error);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (exception_ == nullptr) {
+      exception_ = std::move(error);
+    }
   }
+  close_record();
 }
 
 void Work::rethrow_if_failed() const {

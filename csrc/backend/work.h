@@ -38,9 +38,12 @@ struct GroupInfo {
 
 class Work : public c10d::Work {
  public:
+  // `profiling_title` (profiling.h; null while no profiler listens) opens an
+  // asynchronous profiler record that closes when the GPU has finished.
   Work(int rank, c10d::OpType type, uint64_t seq, at::Device device,
        std::shared_ptr<Communicator> comm, std::chrono::milliseconds timeout,
-       bool blocking_wait);
+       bool blocking_wait, const char* profiling_title = nullptr,
+       const std::vector<at::Tensor>* inputs = nullptr);
   ~Work() override;
 
   // A host-side wait that times out aborts the communicator (else it only
@@ -112,6 +115,8 @@ class Work : public c10d::Work {
   PooledEvent end_event_;
   cudaStream_t stream_ = nullptr;  // where the end event was recorded
   std::atomic<bool> done_{false};
+  std::atomic<bool> record_closed_{false};
+  void close_record();  // the profiler record, once
   std::shared_ptr<fast::Progress> progress_;  // set: tracked by its kernel
   uint64_t ticket_ = 0;
   std::mutex future_mutex_;

@@ -10,6 +10,8 @@ test_fresh_process.py):
   tensors' device (not device 0 on every rank).
 - ``timeout``: a blocking wait that times out raises ``DistBackendError``
   with backend nccl's wording (``caught collective operation timeout``).
+- ``profiling``: under ``torch.profiler`` every op is an asynchronous record
+  named like backend nccl's (``nccl_core:all_reduce``), fast path included.
 
 Prints ``OK <scenario>`` on success; raises otherwise.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import datetime
 import os
 import sys
+import time
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
 
@@ -84,11 +87,32 @@ def timeout(rank: int, world: int, device: torch.device) -> None:
     os._exit(0)  # the aborted communicator is not torn down collectively
 
 
+def profiling(rank: int, world: int, device: torch.device) -> None:
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl_core", device_id=device)
+    small, large = torch.ones(256, device=device), torch.ones(1 << 20, device=device)
+    dist.all_reduce(small)
+    acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    with torch.profiler.profile(activities=acts) as prof:
+        for _ in range(3):
+            dist.all_reduce(small)          # fast path
+            dist.all_reduce(large)          # NCCL
+            dist.broadcast(large, src=0, async_op=True).wait()
+        torch.cuda.synchronize()
+        time.sleep(0.5)  # the watchdog closes the records
+    names = [e.name for e in prof.events()]
+    assert names.count("nccl_core:all_reduce") >= 6, sorted(set(names))[:40]
+    assert names.count("nccl_core:broadcast") >= 3, sorted(set(names))[:40]
+    dist.destroy_process_group()
+
+
 def main() -> int:
     scenario = sys.argv[1]
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
-    {"detail": detail, "batch_self": batch_self, "timeout": timeout}[scenario](rank, world, device)
+    scenarios = {"detail": detail, "batch_self": batch_self, "timeout": timeout,
+                 "profiling": profiling}
+    scenarios[scenario](rank, world, device)
     print(f"OK {scenario} rank {rank}", flush=True)
     return 0
 

@@ -16,18 +16,19 @@ pytestmark = pytest.mark.gpu
 _port = [29760]
 
 
-@pytest.mark.parametrize("scenario", ["detail", "batch_self", "timeout"])
+@pytest.mark.parametrize("scenario", ["detail", "batch_self", "timeout", "profiling"])
 def test_fresh_process(scenario):
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if gpus == 0:
         pytest.skip("no CUDA GPU visible; runs on a GPU host (bash scripts/gpu-test.sh)")
-    if gpus < 2:
-        pytest.skip(f"needs 2 GPUs, {gpus} visible")
+    world = 1 if scenario == "profiling" and gpus == 1 else 2
+    if gpus < world:
+        pytest.skip(f"needs {world} GPUs, {gpus} visible")
     _port[0] += 1
     env = dict(os.environ, NCCL_NVLS_ENABLE="0", PYTHONUNBUFFERED="1")
     if scenario == "detail":
         env["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"
-    cmd = [sys.executable, "-m", "torch.distributed.run", "--nproc-per-node=2",
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={world}",
            "--master-port", str(_port[0]),
            os.path.join(ROOT, "tests", "gpu", "fresh_process.py"), scenario]
     try:
@@ -36,4 +37,4 @@ def test_fresh_process(scenario):
         pytest.fail(f"{scenario} hung (> 120 s):\n{(e.stdout or '')[-3000:]}")
     log = (proc.stdout + proc.stderr)[-6000:]
     assert proc.returncode == 0, log
-    assert proc.stdout.count(f"OK {scenario}") == 2, log
+    assert proc.stdout.count(f"OK {scenario}") == world, log
