@@ -1,7 +1,6 @@
 #include "backend/desync.h"
 
 #include <algorithm>
-#include <sstream>
 #include <thread>
 
 namespace nccl_core {
@@ -66,18 +65,27 @@ void DesyncReporter::publish_final() noexcept {
 }
 
 bool DesyncReporter::parse_answer(const std::string& text, int64_t& generation, Answer& out) {
-  std::istringstream in(text);
-  std::string line, word;
-  if (!std::getline(in, line)) {
+  // "gen G status S\n" then one OpSummary line each
+  std::vector<std::string> lines;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) {
+      end = text.size();
+    }
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  auto head = split_words(lines[0]);
+  long long gen = 0;
+  if (head.size() != 4 || head[0] != "gen" || !parse_int(head[1], gen) || head[2] != "status") {
     return false;
   }
-  std::istringstream head(line);
-  if (!(head >> word >> generation) || word != "gen" || !(head >> word >> out.status)) {
-    return false;
-  }
-  while (std::getline(in, line)) {
+  generation = gen;
+  out.status = head[3];
+  for (size_t i = 1; i < lines.size(); ++i) {
     OpSummary op;
-    if (OpSummary::parse(line, op)) {
+    if (OpSummary::parse(lines[i], op)) {
       out.ops.push_back(op);
     }
   }

@@ -1,7 +1,8 @@
 #include "backend/flight_recorder.h"
 
 #include <algorithm>
-#include <sstream>
+#include <cerrno>
+#include <cstdlib>
 
 #include "backend/work.h"
 #include "fast/progress.h"
@@ -13,23 +14,52 @@ std::string OpSummary::line() const {
          ">" + std::to_string(numel_out) + (done ? " done" : " pending");
 }
 
+std::vector<std::string> split_words(const std::string& text) {
+  std::vector<std::string> words;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && (text[i] == ' ' || text[i] == '\t' || text[i] == '\r')) {
+      ++i;
+    }
+    size_t start = i;
+    while (i < text.size() && text[i] != ' ' && text[i] != '\t' && text[i] != '\r') {
+      ++i;
+    }
+    if (i > start) {
+      words.push_back(text.substr(start, i - start));
+    }
+  }
+  return words;
+}
+
+bool parse_int(const std::string& text, long long& out) {
+  if (text.empty()) {
+    return false;
+  }
+  char* end = nullptr;
+  errno = 0;
+  out = std::strtoll(text.c_str(), &end, 10);
+  return errno == 0 && end == text.c_str() + text.size();
+}
+
 bool OpSummary::parse(const std::string& line, OpSummary& out) {
-  std::istringstream in(line);
-  std::string word, sizes, state;
-  if (!(in >> word) || word != "seq" || !(in >> out.seq >> out.op >> out.dtype >> sizes >> state)) {
+  // seq N OP DTYPE IN>OUT done|pending
+  auto w = split_words(line);
+  if (w.size() != 6 || w[0] != "seq") {
     return false;
   }
-  auto gt = sizes.find('>');
-  if (gt == std::string::npos) {
+  auto gt = w[4].find('>');
+  long long seq = 0, in = 0, outn = 0;
+  if (gt == std::string::npos || !parse_int(w[1], seq) || seq < 0 ||
+      !parse_int(w[4].substr(0, gt), in) || !parse_int(w[4].substr(gt + 1), outn)) {
     return false;
   }
-  try {
-    out.numel_in = std::stoll(sizes.substr(0, gt));
-    out.numel_out = std::stoll(sizes.substr(gt + 1));
-  } catch (...) {
-    return false;
-  }
-  out.done = state == "done";
+  out.seq = static_cast<uint64_t>(seq);
+  out.op = w[2];
+  out.dtype = w[3];
+  out.numel_in = in;
+  out.numel_out = outn;
+  out.done = w[5] == "done";
   return true;
 }
 

@@ -46,6 +46,11 @@ struct OpSummary {
   }
 };
 
+// Whitespace-separated words of `text`, and a whole-word base-10 integer
+// (the answers travel as text through the store; no iostreams).
+std::vector<std::string> split_words(const std::string& text);
+bool parse_int(const std::string& text, long long& out);
+
 class FlightRecorder {
  public:
   // `capacity` 0 records nothing.

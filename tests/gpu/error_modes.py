@@ -18,6 +18,13 @@ The group's timeout is 3 s.  Scenarios:
 - ``mismatch_fast``: 2+ ranks; rank 0 all_reduces 1024 floats, the others
   2048 (both on the fast path): the kernels' signatures differ, so the
   call moves no data and the report names both sizes.
+- ``sigkill``: 2+ ranks in a loop of all_reduces; the last rank SIGKILLs
+  itself at step 50; the others must end (error or torn down) within
+  timeout + 5 s.
+- ``abort_fast``: a fast-path all_reduce waits behind a spin kernel; another
+  thread aborts the group after 1 s; the next call must raise at once and
+  the process must not hang (the queued kernel leaves without touching the
+  unmapped window).
 - ``heartbeat``: the watchdog is stalled for 60 s (a test hook) with
   ``TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=2``: the monitor must end the process.
 TORCH_NCCL_ASYNC_ERROR_HANDLING comes from the environment.
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import signal
 import sys
 import time
 
@@ -70,7 +78,7 @@ def main() -> int:
     x = torch.ones(1024, device=device)
     dist.all_reduce(x)
     torch.cuda.synchronize()
-    print(f"READY rank {rank}", flush=True)
+    print(f"READY rank {rank} at {time.time():.3f}", flush=True)
     if scenario in ("stuck", "unreported"):
         spin(TIMEOUT_S + 12)
         work = dist.all_reduce(x, async_op=use_async)
@@ -114,6 +122,36 @@ def main() -> int:
         time.sleep(15)  # the watchdog finds the record meanwhile
         print(f"FINISHED rank {rank}", flush=True)
         return 0
+    if scenario == "sigkill":
+        y = torch.ones(1 << 20, device=device)
+        for i in range(100000):
+            if rank == world - 1 and i == 50:
+                torch.cuda.synchronize()
+                print(f"KILLED at {time.time():.3f}", flush=True)
+                os.kill(os.getpid(), signal.SIGKILL)
+            try:
+                dist.all_reduce(y)
+                if i % 10 == 0:
+                    torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001
+                print(f"RAISED at {time.time():.3f} {type(e).__name__}: {e}", flush=True)
+                return 1
+        return 0
+    if scenario == "abort_fast":
+        import threading
+        pg = dist.distributed_c10d._get_default_group()._get_backend(device)
+        spin(8)
+        dist.all_reduce(x)  # fast path, queued behind the spin
+        t0 = time.time()
+        threading.Timer(1.0, pg.abort).start()
+        time.sleep(1.5)
+        try:
+            dist.all_reduce(x)
+        except Exception as e:  # noqa: BLE001
+            print(f"RAISED after {time.time() - t0:.1f}s {type(e).__name__}: {e}", flush=True)
+        torch.cuda.synchronize()  # the spin ends; the queued kernel leaves
+        print(f"DRAINED after {time.time() - t0:.1f}s", flush=True)
+        os._exit(0)
     if scenario == "heartbeat":
         pg = dist.distributed_c10d._get_default_group()._get_backend(device)
         pg._stall_watchdog(datetime.timedelta(seconds=60))

@@ -36,7 +36,16 @@ def launch(scenario, world, mode, *extra, env_extra=None):
         p = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
     except subprocess.TimeoutExpired as e:
         pytest.fail(f"{scenario} hung:\n{(e.stdout or '')[-3000:]}\n{(e.stderr or '')[-3000:]}")
-    return p, time.time() - t0, p.stdout + p.stderr
+    end = time.time()
+    # Seconds from the fault's set-up (READY) to the end of the job, for
+    # docs/reliability.md: NCCL_CORE_TIMINGS names a file to append them to.
+    ready = [float(line.split(" at ")[1]) for line in p.stdout.splitlines()
+             if line.startswith("READY rank") and " at " in line]
+    if ready and os.environ.get("NCCL_CORE_TIMINGS"):
+        with open(os.environ["NCCL_CORE_TIMINGS"], "a") as f:
+            f.write(f"{scenario} {' '.join(extra)} mode={mode} world={world} rc={p.returncode} "
+                    f"ready_to_end={end - max(ready):.1f}s\n")
+    return p, end - t0, p.stdout + p.stderr
 
 
 @pytest.mark.parametrize("mode", [1, 3])
@@ -89,6 +98,21 @@ def test_mismatched_fast_path_calls_are_named():
     assert "desync found by the fast path" in log, log[-4000:]
     assert "passed different sizes or dtypes to ALLREDUCE" in log, log[-4000:]
     assert "1024 elements in" in log and "2048 elements in" in log, log[-4000:]
+
+
+@pytest.mark.parametrize("mode", [0, 2, 3])
+def test_sigkilled_rank_ends_the_job(mode):
+    p, seconds, log = launch("sigkill", 2, mode)
+    assert p.returncode != 0, log[-4000:]
+    assert "KILLED at" in p.stdout, log[-4000:]
+    assert seconds < 60, seconds
+
+
+def test_abort_from_another_thread_during_a_fast_path_kernel():
+    p, _, log = launch("abort_fast", 1, 2)
+    assert p.returncode == 0, log[-4000:]
+    assert "RAISED after" in p.stdout and "aborted" in p.stdout, log[-4000:]
+    assert "DRAINED after" in p.stdout, log[-4000:]
 
 
 def test_different_collectives_are_named():
