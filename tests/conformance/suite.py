@@ -16,7 +16,6 @@ for the side-by-side count.
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
@@ -26,39 +25,14 @@ os.environ.setdefault("TEMP_DIR", tempfile.mkdtemp(prefix="nccl_core_conformance
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
-from torch.distributed import distributed_c10d as c10d  # noqa: E402
+
+from tests.conformance.routing import install  # noqa: E402
 
 UNDER_TEST = os.environ.get("NCCL_CORE_CONFORMANCE_BACKEND", "nccl_core")
 
 
-def as_nccl_core(backend):
-    """The backend string a group gets: ``nccl`` for CUDA becomes ``nccl_core``."""
-    if backend is None:
-        return None
-    name = str(backend)
-    if name.lower() == "undefined":  # torch's default: gloo for CPU, nccl for CUDA
-        return "cpu:gloo,cuda:nccl_core"
-    return re.sub(r"(?<![\w])nccl(?![\w])", "nccl_core", name)
-
-
-def _install() -> None:
-    """Routes every group creation through ``as_nccl_core`` (this process)."""
-    import nccl_core_backend  # noqa: F401  - registers the backend
-
-    helper = c10d._new_process_group_helper
-    if getattr(helper, "_nccl_core", False):
-        return
-
-    def create(group_size, group_rank, global_ranks_in_group, backend, *args, **kwargs):
-        return helper(group_size, group_rank, global_ranks_in_group, as_nccl_core(backend),
-                      *args, **kwargs)
-
-    create._nccl_core = True
-    c10d._new_process_group_helper = create
-
-
 if UNDER_TEST == "nccl_core" and dist.is_available():
-    _install()
+    install()
 
 from torch.testing._internal.distributed.distributed_test import (  # noqa: E402
     DistributedTest,
