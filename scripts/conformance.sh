@@ -16,6 +16,16 @@ export WORLD_SIZE=${CONFORMANCE_WORLD:-2} BACKEND=nccl
 export DISTRIBUTED_TESTS_DEFAULT_TIMEOUT=${DISTRIBUTED_TESTS_DEFAULT_TIMEOUT:-180}
 DEST=${OUT:-out}
 mkdir -p "$DEST"
+# torch's test utilities need expecttest; a host without a package index can
+# bring its wheel in .whl/ (see the device tool's notes).
+if ! python3 -c "import expecttest" 2>/dev/null; then
+  if ls .whl/expecttest-*.whl >/dev/null 2>&1; then
+    python3 -m pip install -q --no-index --no-deps --target /tmp/conformance-site .whl/expecttest-*.whl
+    export PYTHONPATH=/tmp/conformance-site${PYTHONPATH:+:$PYTHONPATH}
+  else
+    echo "conformance: torch's test suite needs the expecttest package (pip install expecttest)"; exit 2
+  fi
+fi
 run_one() {
   local backend=$1; shift
   NCCL_CORE_CONFORMANCE_BACKEND=$backend python3 -m pytest tests/conformance/suite.py \
