@@ -7,6 +7,7 @@
 #include "backend/launch.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "util/checked.h"
 
 namespace nccl_core {
 
@@ -55,7 +56,9 @@ Backend::Buf Backend::buf(const at::Tensor& t, const char* op) const {
                     ": tensors must be contiguous (call .contiguous())");
   if (t.is_complex()) {
     auto real = at::toRealValueType(t.scalar_type());
-    return Buf{t.data_ptr(), static_cast<size_t>(t.numel()) * 2,
+    return Buf{t.data_ptr(),
+               checked::mul<raise_value_error>(static_cast<size_t>(t.numel()), 2,
+                                               "complex element count"),
                types::to_nccl_or_throw(real)};
   }
   auto type = types::to_nccl(t.scalar_type());
@@ -150,12 +153,12 @@ WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors,
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf b = buf(t, "broadcast");
                   auto* f = fast_path();
-                  if (f && f->broadcast(c, b.ptr, b.count * types::element_size(b.type),
-                                        static_cast<int>(opts.rootRank), s)) {
+                  int root = checked::narrow<int, raise_value_error>(opts.rootRank, "root");
+                  if (f && f->broadcast(c, b.ptr, b.count * types::element_size(b.type), root,
+                                        s)) {
                     return;
                   }
-                  c.call(ncclBroadcast(b.ptr, b.ptr, b.count, b.type,
-                                       static_cast<int>(opts.rootRank), c.get(), s),
+                  c.call(ncclBroadcast(b.ptr, b.ptr, b.count, b.type, root, c.get(), s),
                          "ncclBroadcast");
                 });
 }
@@ -190,14 +193,22 @@ bool Backend::pushed(Communicator& c, const Buf& b, ncclRedOp_t op, cudaStream_t
   if (y == nullptr) {
     return false;
   }
-  size_t bytes = b.count * types::element_size(b.type);
+  size_t bytes = checked::bytes<raise_value_error>(b.count, types::element_size(b.type),
+                                                   "all_reduce bytes");
   const auto* e = y->admit(c, b.ptr, bytes, s);
   auto* f = fast_path();
   if (e == nullptr || e->peers.empty() || f == nullptr) {
     return false;  // NCCL's kernels (symmetric ones on a symmetric window)
   }
-  char* peers[fast::kMaxRanks];
+  // Stores land at this offset in every peer's allocation: the call must fit
+  // the allocation size every rank registered (admit refused unequal ones).
+  // The tensor lies inside its own allocation, so this holds on every rank
+  // alike and the path stays the same everywhere; checked all the same.
   size_t offset = static_cast<char*>(b.ptr) - static_cast<char*>(e->base);
+  if (offset > e->size || bytes > e->size - offset) {
+    return false;
+  }
+  char* peers[fast::kMaxRanks];
   for (size_t r = 0; r < e->peers.size(); ++r) {
     peers[r] = e->peers[r] + offset;
   }
@@ -252,7 +263,9 @@ WorkPtr Backend::reduce(std::vector<at::Tensor>& tensors,
                     return;
                   }
                   c.call(ncclReduce(b.ptr, b.ptr, b.count, b.type, op,
-                                    static_cast<int>(opts.rootRank), c.get(), s),
+                                    checked::narrow<int, raise_value_error>(opts.rootRank,
+                                                                            "root"),
+                                    c.get(), s),
                          "ncclReduce");
                 });
 }
@@ -260,10 +273,10 @@ WorkPtr Backend::reduce(std::vector<at::Tensor>& tensors,
 WorkPtr Backend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                       const c10d::ReduceScatterOptions& opts) {
   check_same(input, output, "reduce_scatter_tensor");
-  NCCL_CORE_CHECK_VALUE(input.numel() == output.numel() * size_,
-                    "nccl_core reduce_scatter_tensor: input has ", input.numel(),
-                    " elements, expected output numel x world size = ",
-                    output.numel() * size_);
+  int64_t want = checked::mul_signed<raise_value_error>(
+      output.numel(), size_, "nccl_core reduce_scatter_tensor: output numel x world size");
+  NCCL_CORE_CHECK_VALUE(input.numel() == want, "nccl_core reduce_scatter_tensor: input has ",
+                        input.numel(), " elements, expected output numel x world size = ", want);
   auto dev = pick_device(&input);
   return launch(OpType::_REDUCE_SCATTER_BASE, dev, {input}, {output}, call_opts(opts),
                 "reduce_scatter_tensor",
@@ -348,7 +361,11 @@ WorkPtr Backend::reduce_scatter_tensor_coalesced(
                     "outputs as inputs");
   for (size_t i = 0; i < inputs.size(); ++i) {
     check_same(inputs[i], outputs[i], "reduce_scatter_tensor_coalesced");
-    NCCL_CORE_CHECK_VALUE(inputs[i].numel() == outputs[i].numel() * size_,
+    NCCL_CORE_CHECK_VALUE(inputs[i].numel() ==
+                              checked::mul_signed<raise_value_error>(
+                                  outputs[i].numel(), size_,
+                                  "nccl_core reduce_scatter_tensor_coalesced: output numel x "
+                                  "world size"),
                       "nccl_core reduce_scatter_tensor_coalesced: input ", i,
                       " must have world size x output elements");
   }

@@ -7,6 +7,7 @@
 #include "backend/launch.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "util/checked.h"
 
 namespace nccl_core {
 
@@ -19,10 +20,10 @@ using call::flat_like;
 WorkPtr Backend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                  const c10d::AllgatherOptions& opts) {
   check_same(input, output, "all_gather_into_tensor");
-  NCCL_CORE_CHECK_VALUE(output.numel() == input.numel() * size_,
-                    "nccl_core all_gather_into_tensor: output has ",
-                    output.numel(), " elements, expected input numel x world size = ",
-                    input.numel() * size_);
+  int64_t want = checked::mul_signed<raise_value_error>(
+      input.numel(), size_, "nccl_core all_gather_into_tensor: input numel x world size");
+  NCCL_CORE_CHECK_VALUE(output.numel() == want, "nccl_core all_gather_into_tensor: output has ",
+                        output.numel(), " elements, expected input numel x world size = ", want);
   auto dev = pick_device(&input);
   return launch(OpType::_ALLGATHER_BASE, dev, {input}, {output}, call_opts(opts),
                 "all_gather_into_tensor",
@@ -142,7 +143,11 @@ WorkPtr Backend::allgather_into_tensor_coalesced(
                     "outputs as inputs");
   for (size_t i = 0; i < inputs.size(); ++i) {
     check_same(inputs[i], outputs[i], "allgather_into_tensor_coalesced");
-    NCCL_CORE_CHECK_VALUE(outputs[i].numel() == inputs[i].numel() * size_,
+    NCCL_CORE_CHECK_VALUE(outputs[i].numel() ==
+                              checked::mul_signed<raise_value_error>(
+                                  inputs[i].numel(), size_,
+                                  "nccl_core allgather_into_tensor_coalesced: input numel x "
+                                  "world size"),
                       "nccl_core allgather_into_tensor_coalesced: output ", i,
                       " must have world size x input elements");
   }
@@ -166,9 +171,10 @@ WorkPtr Backend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                         const c10d::GatherOptions& opts) {
   check_single(inputs, "gather");
   auto& input = inputs[0];
-  int root = static_cast<int>(opts.rootRank);
-  NCCL_CORE_CHECK_VALUE(root >= 0 && root < size_, "nccl_core gather: root ", root,
-                    " out of range for group size ", size_);
+  // Range-checked as the 64-bit value torch passes: 2**32 must not become 0.
+  NCCL_CORE_CHECK_VALUE(opts.rootRank >= 0 && opts.rootRank < size_, "nccl_core gather: root ",
+                        opts.rootRank, " out of range for group size ", size_);
+  int root = checked::narrow<int, raise_value_error>(opts.rootRank, "root");
   std::vector<at::Tensor> outs;
   if (rank_ == root) {
     NCCL_CORE_CHECK_VALUE(outputs.size() == 1 &&
@@ -210,9 +216,10 @@ WorkPtr Backend::scatter(std::vector<at::Tensor>& outputs,
                          const c10d::ScatterOptions& opts) {
   check_single(outputs, "scatter");
   auto& output = outputs[0];
-  int root = static_cast<int>(opts.rootRank);
-  NCCL_CORE_CHECK_VALUE(root >= 0 && root < size_, "nccl_core scatter: root ", root,
-                    " out of range for group size ", size_);
+  // Range-checked as the 64-bit value torch passes: 2**32 must not become 0.
+  NCCL_CORE_CHECK_VALUE(opts.rootRank >= 0 && opts.rootRank < size_, "nccl_core scatter: root ",
+                        opts.rootRank, " out of range for group size ", size_);
+  int root = checked::narrow<int, raise_value_error>(opts.rootRank, "root");
   std::vector<at::Tensor> ins;
   if (rank_ == root) {
     NCCL_CORE_CHECK_VALUE(inputs.size() == 1 &&

@@ -27,7 +27,7 @@ SymmetricCache::~SymmetricCache() {
   // Memory that NCCL may still map stays pinned (leaked) rather than freed
   // under a live window; the communicator's end closes them all first.
   for (auto& e : entries_) {
-    if (!e.window->is_valid()) {
+    if (e.window && !e.window->is_valid()) {
       memory::unpin(e.base);
     }
   }
@@ -48,7 +48,8 @@ const SymmetricCache::Entry* SymmetricCache::admit(Communicator& comm, const voi
   }
   for (const auto& e : entries_) {
     if (e.base == alloc->base) {
-      return &e;  // the steady state: registered at an earlier call
+      // The steady state: registered at an earlier call (or refused then).
+      return e.window ? &e : nullptr;
     }
   }
   const bool symmetric = alloc->size <= max_bytes_;
@@ -69,6 +70,15 @@ const SymmetricCache::Entry* SymmetricCache::admit(Communicator& comm, const voi
   if (!window) {
     disabled_ = true;  // no windows on this system
     return nullptr;
+  }
+  // Every rank's allocation size came with the registration: the same
+  // vector on every rank, so every rank decides alike.
+  for (int r = 0; r < comm.nranks(); ++r) {
+    if (window->peer_size(r) != alloc->size) {
+      window->close();  // collective, like the registration
+      entries_.push_back(Entry{alloc->base, alloc->size, nullptr, {}});
+      return nullptr;
+    }
   }
   memory::pin(alloc->base);
   Entry entry{alloc->base, alloc->size, std::move(window), {}};
@@ -108,6 +118,9 @@ void SymmetricCache::sweep(Communicator& comm, cudaStream_t stream) {
       kept.push_back(std::move(entries_[i]));
       continue;
     }
+    if (!entries_[i].window) {
+      continue;  // a refused allocation: nothing registered, nothing pinned
+    }
     entries_[i].window->close();  // collective, in registration order everywhere
     memory::unpin(entries_[i].base);
   }
@@ -116,8 +129,10 @@ void SymmetricCache::sweep(Communicator& comm, cudaStream_t stream) {
 
 void SymmetricCache::clear() {
   for (auto& e : entries_) {
-    e.window->close();
-    memory::unpin(e.base);
+    if (e.window) {
+      e.window->close();
+      memory::unpin(e.base);
+    }
   }
   entries_.clear();
 }
