@@ -13,6 +13,7 @@
 #include "backend/watchdog.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "util/checked.h"
 
 namespace nccl_core {
 
@@ -206,7 +207,7 @@ c10::intrusive_ptr<c10d::Backend> Backend::split(
   for (int r : ranks) {
     color = (color ^ static_cast<uint32_t>(r)) * 16777619u;
   }
-  int key = static_cast<int>(it - ranks.begin());
+  int key = checked::narrow<int, raise_value_error>(it - ranks.begin(), "split rank index");
   // A copy: torch 2.11 hands us the parent's live options object.
   auto given = c10::dynamic_intrusive_pointer_cast<GroupOptions>(opts);
   auto child_opts = c10::make_intrusive<GroupOptions>(given ? *given : *options_);
@@ -219,7 +220,8 @@ c10::intrusive_ptr<c10d::Backend> Backend::split(
                          child_opts->config, child_opts->timeout);
   });
   auto backend = c10::make_intrusive<Backend>(
-      store, key, static_cast<int>(ranks.size()), child_opts);
+      store, key, checked::narrow<int, raise_value_error>(ranks.size(), "split group size"),
+      child_opts);
   backend->adopt(std::move(child), *device_);
   return backend;
 }

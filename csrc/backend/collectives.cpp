@@ -57,8 +57,9 @@ Backend::Buf Backend::buf(const at::Tensor& t, const char* op) const {
   if (t.is_complex()) {
     auto real = at::toRealValueType(t.scalar_type());
     return Buf{t.data_ptr(),
-               checked::mul<raise_value_error>(static_cast<size_t>(t.numel()), 2,
-                                               "complex element count"),
+               checked::mul<raise_value_error>(
+                   checked::narrow<size_t, raise_value_error>(t.numel(), "element count"), 2,
+                   "complex element count"),
                types::to_nccl_or_throw(real)};
   }
   auto type = types::to_nccl(t.scalar_type());
@@ -66,7 +67,8 @@ Backend::Buf Backend::buf(const at::Tensor& t, const char* op) const {
     C10_THROW_ERROR(TypeError, concat("nccl_core ", op, ": dtype ", t.scalar_type(),
                                       " is not supported by NCCL"));
   }
-  return Buf{t.data_ptr(), static_cast<size_t>(t.numel()), *type};
+  return Buf{t.data_ptr(), checked::narrow<size_t, raise_value_error>(t.numel(), "element count"),
+             *type};
 }
 
 ncclRedOp_t Backend::reduce_op(const c10d::ReduceOp& op, const at::Tensor& t,
@@ -154,8 +156,9 @@ WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors,
                   Buf b = buf(t, "broadcast");
                   auto* f = fast_path();
                   int root = checked::narrow<int, raise_value_error>(opts.rootRank, "root");
-                  if (f && f->broadcast(c, b.ptr, b.count * types::element_size(b.type), root,
-                                        s)) {
+                  size_t bytes = checked::bytes<raise_value_error>(
+                      b.count, types::element_size(b.type), "broadcast bytes");
+                  if (f && f->broadcast(c, b.ptr, bytes, root, s)) {
                     return;
                   }
                   c.call(ncclBroadcast(b.ptr, b.ptr, b.count, b.type, root, c.get(), s),
@@ -303,7 +306,7 @@ WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs,
                                 std::vector<std::vector<at::Tensor>>& inputs,
                                 const c10d::ReduceScatterOptions& opts) {
   check_single(outputs, "reduce_scatter");
-  NCCL_CORE_CHECK_VALUE(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_,
+  NCCL_CORE_CHECK_VALUE(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_),
                     "nccl_core reduce_scatter: expects a list of world size inputs");
   auto& output = outputs[0];
   auto& ins = inputs[0];

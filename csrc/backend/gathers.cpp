@@ -31,8 +31,9 @@ WorkPtr Backend::_allgather_base(at::Tensor& output, at::Tensor& input,
                   Buf in = buf(input, "all_gather_into_tensor");
                   Buf out = buf(output, "all_gather_into_tensor");
                   auto* f = fast_path();
-                  if (f && f->all_gather(c, in.ptr, out.ptr,
-                                         in.count * types::element_size(in.type), s)) {
+                  size_t bytes = checked::bytes<raise_value_error>(
+                      in.count, types::element_size(in.type), "all_gather bytes per rank");
+                  if (f && f->all_gather(c, in.ptr, out.ptr, bytes, s)) {
                     return;
                   }
                   c.call(ncclAllGather(in.ptr, out.ptr, in.count, in.type, c.get(), s),
@@ -47,7 +48,7 @@ WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
   NCCL_CORE_CHECK_VALUE(outputs.size() == 1, "nccl_core all_gather: expects one output list");
   auto& input = inputs[0];
   auto& outs = outputs[0];
-  NCCL_CORE_CHECK_VALUE(static_cast<int>(outs.size()) == size_,
+  NCCL_CORE_CHECK_VALUE(outs.size() == static_cast<size_t>(size_),
                     "nccl_core all_gather: output list has ", outs.size(),
                     " tensors, expected world size ", size_);
   bool even = true;
@@ -99,7 +100,7 @@ WorkPtr Backend::allgather_coalesced(
                     "nccl_core allgather_coalesced: expects one output list per input");
   std::vector<at::Tensor> all_outs;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    NCCL_CORE_CHECK_VALUE(static_cast<int>(outputs[i].size()) == size_,
+    NCCL_CORE_CHECK_VALUE(outputs[i].size() == static_cast<size_t>(size_),
                       "nccl_core allgather_coalesced: output list ", i,
                       " must have world size tensors");
     for (auto& o : outputs[i]) {
@@ -178,7 +179,7 @@ WorkPtr Backend::gather(std::vector<std::vector<at::Tensor>>& outputs,
   std::vector<at::Tensor> outs;
   if (rank_ == root) {
     NCCL_CORE_CHECK_VALUE(outputs.size() == 1 &&
-                          static_cast<int>(outputs[0].size()) == size_,
+                          outputs[0].size() == static_cast<size_t>(size_),
                       "nccl_core gather: the root needs a list of world size outputs");
     for (auto& o : outputs[0]) {
       check_same(input, o, "gather");
@@ -223,7 +224,7 @@ WorkPtr Backend::scatter(std::vector<at::Tensor>& outputs,
   std::vector<at::Tensor> ins;
   if (rank_ == root) {
     NCCL_CORE_CHECK_VALUE(inputs.size() == 1 &&
-                          static_cast<int>(inputs[0].size()) == size_,
+                          inputs[0].size() == static_cast<size_t>(size_),
                       "nccl_core scatter: the root needs a list of world size inputs");
     for (auto& i : inputs[0]) {
       check_same(i, output, "scatter");

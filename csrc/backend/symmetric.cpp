@@ -65,20 +65,22 @@ const SymmetricCache::Entry* SymmetricCache::admit(Communicator& comm, const voi
   if (entries_.size() >= kMaxWindows) {
     return nullptr;
   }
-  auto window = Window::create(comm.shared_from_this(), alloc->base, alloc->size,
-                               symmetric ? kCollSymmetric : 0, c10::Storage());
-  if (!window) {
-    disabled_ = true;  // no windows on this system
-    return nullptr;
-  }
-  // Every rank's allocation size came with the registration: the same
-  // vector on every rank, so every rank decides alike.
-  for (int r = 0; r < comm.nranks(); ++r) {
-    if (window->peer_size(r) != alloc->size) {
-      window->close();  // collective, like the registration
+  // Every rank's allocation size, before registering: the same vector on
+  // every rank, so every rank decides alike.  Sizes that differ are refused
+  // (remembered, so later calls do not ask again): NCCL's symmetric kernels
+  // and the push all-reduce address every peer's copy at this rank's offset.
+  auto sizes = comm.all_gather_sizes(alloc->size, "ncclAllGather (allocation sizes)");
+  for (size_t s : sizes) {
+    if (s != alloc->size) {
       entries_.push_back(Entry{alloc->base, alloc->size, nullptr, {}});
       return nullptr;
     }
+  }
+  auto window = Window::create(comm.shared_from_this(), alloc->base, alloc->size,
+                               symmetric ? kCollSymmetric : 0, c10::Storage(), std::move(sizes));
+  if (!window) {
+    disabled_ = true;  // no windows on this system
+    return nullptr;
   }
   memory::pin(alloc->base);
   Entry entry{alloc->base, alloc->size, std::move(window), {}};

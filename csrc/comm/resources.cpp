@@ -112,13 +112,19 @@ Window::Window(std::shared_ptr<Communicator> comm, void* ptr, size_t size, int f
 }
 
 std::shared_ptr<Window> Window::create(const std::shared_ptr<Communicator>& comm, void* ptr,
-                                       size_t size, int flags, c10::Storage keep) {
+                                       size_t size, int flags, c10::Storage keep,
+                                       std::vector<size_t> sizes) {
   NCCL_CORE_REQUIRE(size > 0, "register_window: the buffer is empty");
   comm->warm_up_for_windows();
   // Every rank's size: remote accesses are checked against the peer's window,
   // which may be smaller than this rank's.  Collective, like the
   // registration, and before it, so every rank takes part whatever NCCL answers.
-  std::vector<size_t> sizes = comm->all_gather_sizes(size, "ncclAllGather (window sizes)");
+  if (sizes.empty()) {
+    sizes = comm->all_gather_sizes(size, "ncclAllGather (window sizes)");
+  }
+  NCCL_CORE_REQUIRE(sizes.size() == static_cast<size_t>(comm->nranks()) &&
+                        sizes[comm->rank()] == size,
+                    "register_window: the window sizes do not match the communicator");
   ncclComm_t c = comm->get();
   ncclWindow_t win = nullptr;
   comm->run("ncclCommWindowRegister",

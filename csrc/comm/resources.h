@@ -84,8 +84,11 @@ class RegisteredBuffer final : public Resource {
 class Window final : public Resource {
  public:
   // Collective.  Returns nullptr where NCCL cannot register windows here.
+  // Every rank's size is exchanged first (one all-gather), unless the caller
+  // already did and passes them as `sizes`.
   static std::shared_ptr<Window> create(const std::shared_ptr<Communicator>& comm, void* ptr,
-                                        size_t size, int flags, c10::Storage keep);
+                                        size_t size, int flags, c10::Storage keep,
+                                        std::vector<size_t> sizes = {});
   ncclWindow_t handle() const;
   // This rank's window, in bytes.
   size_t size() const { return size_; }
