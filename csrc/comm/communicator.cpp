@@ -65,21 +65,35 @@ void Communicator::close_gate(const char* what) {
   }
 }
 
-void Communicator::quiesce() noexcept {
-  int previous = -1;
-  (void)cudaGetDevice(&previous);
-  if (previous != device_) {
-    (void)cudaSetDevice(device_);
+bool Communicator::quiesce() noexcept {
+  // On a helper thread, so that a kernel that never ends (an NCCL kernel
+  // waiting for a dead peer) cannot hold the caller longer than the
+  // timeout; the helper then finishes on its own.
+  struct Done {
+    std::mutex mutex;
+    std::condition_variable cv;
+    bool done = false;
+  };
+  auto done = std::make_shared<Done>();
+  int device = device_;
+  try {
+    std::thread([done, device] {
+      (void)cudaSetDevice(device);
+      // A capture on another thread must not turn the sync into an error.
+      cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+      (void)cudaThreadExchangeStreamCaptureMode(&mode);
+      if (cudaDeviceSynchronize() != cudaSuccess) {
+        (void)cudaGetLastError();
+      }
+      std::lock_guard<std::mutex> lock(done->mutex);
+      done->done = true;
+      done->cv.notify_all();
+    }).detach();
+  } catch (...) {
+    return false;  // no thread: go on without waiting, as before
   }
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  (void)cudaThreadExchangeStreamCaptureMode(&mode);
-  if (cudaDeviceSynchronize() != cudaSuccess) {
-    (void)cudaGetLastError();
-  }
-  (void)cudaThreadExchangeStreamCaptureMode(&mode);
-  if (previous >= 0 && previous != device_) {
-    (void)cudaSetDevice(previous);
-  }
+  std::unique_lock<std::mutex> lock(done->mutex);
+  return done->cv.wait_for(lock, timeout_.load(), [&] { return done->done; });
 }
 
 Communicator::~Communicator() {

@@ -139,9 +139,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   uint64_t mem_stat(newer::MemStat stat) const;
 
   // Best-effort cudaDeviceSynchronize on this device (relaxed capture
-  // mode, errors cleared): before memory that a resource kept mapped or
-  // alive is released, no queued kernel may still use it.
-  void quiesce() noexcept;
+  // mode, errors cleared), waited for up to the timeout: before memory that
+  // a resource kept mapped or alive is released, no queued kernel may still
+  // use it.  False when the device was still busy at the timeout.
+  bool quiesce() noexcept;
 
   // Resources (resources.h).  The communicator owns every resource created
   // on it until the resource is closed.
