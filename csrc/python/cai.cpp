@@ -95,8 +95,11 @@ at::Tensor from_cuda_array_interface(py::handle obj, const char* name) {
     std::vector<py::handle> st(strides.begin(), strides.end());
     while (i-- > 0) {
       if (shape[i] != 1) {
-        NCCL_CORE_REQUIRE(PyLong_Check(st[i].ptr()) && st[i].cast<long long>() >= 0 &&
-                              static_cast<size_t>(st[i].cast<long long>()) == expect,
+        int overflow = 0;
+        long long step = PyLong_Check(st[i].ptr())
+                             ? PyLong_AsLongLongAndOverflow(st[i].ptr(), &overflow)
+                             : -1;
+        NCCL_CORE_REQUIRE(overflow == 0 && step >= 0 && static_cast<size_t>(step) == expect,
                           name,
                           " must be contiguous (C order): its __cuda_array_interface__ "
                           "strides are not; NCCL reads and writes memory order");

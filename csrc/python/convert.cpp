@@ -35,7 +35,9 @@ at::Tensor as_tensor(py::handle obj, const char* name) {
     t = py::module_::import("torch").attr("from_dlpack")(obj);  // always a view
   } catch (py::error_already_set& e) {
     // A shape whose element count wraps, a CPU array, ...: named, as NcclInvalid.
-    throw NcclInvalid(std::string(name) + " cannot be viewed through DLPack: " + e.what());
+    throw NcclInvalid(std::string(name) + " cannot be viewed through DLPack: " +
+                      std::string(py::str(e.type().attr("__name__"))) + ": " +
+                      std::string(py::str(e.value())));
   }
   return THPVariable_Unpack(t.ptr());
 }
@@ -78,7 +80,13 @@ cudaStream_t as_stream(py::handle obj, int device) {
     throw py::type_error("stream must not be a bool");
   }
   if (PyLong_Check(obj.ptr())) {
-    return reinterpret_cast<cudaStream_t>(obj.cast<uintptr_t>());
+    unsigned long long handle = PyLong_AsUnsignedLongLong(obj.ptr());
+    if (handle == static_cast<unsigned long long>(-1) && PyErr_Occurred() != nullptr) {
+      PyErr_Clear();  // negative or past 64 bits: not a handle
+      throw NcclInvalid("stream handle " + std::string(py::str(obj)) +
+                        " is not a CUDA stream handle (0 .. 2**64 - 1)");
+    }
+    return reinterpret_cast<cudaStream_t>(static_cast<uintptr_t>(handle));
   }
   if (py::hasattr(obj, "cuda_stream")) { // torch.cuda.Stream / ExternalStream
     return reinterpret_cast<cudaStream_t>(obj.attr("cuda_stream").cast<uintptr_t>());

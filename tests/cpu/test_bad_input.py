@@ -200,3 +200,11 @@ def test_shrink_refuses_duplicate_ranks(group):
         be.shrink([2, 2], 0, None)
     with pytest.raises(ValueError, match="outside the group"):
         be.shrink([1 << 33], 0, None)
+
+
+def test_empty_dimension_past_64_bits_is_named():
+    # pybind11 would answer a TypeError about incompatible arguments.
+    with pytest.raises(nc.NcclInvalid, match="does not fit a 64-bit int"):
+        nc.torch.empty(1 << 64, device=0)
+    with pytest.raises(nc.NcclInvalid, match="negative dimension"):
+        nc.torch.empty(3, -1, device=0)

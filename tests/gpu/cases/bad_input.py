@@ -198,16 +198,11 @@ def bad_input_cuda_array_interface_is_zero_copy(ctx):
     if torch.cuda.device_count() < 2:
         return
     other = (d.index + 1) % torch.cuda.device_count()
-    backing.zero_()
-    torch.cuda.synchronize()
     with torch.cuda.device(other):  # the current device is not the buffer's
         ptr, _, _, dev = nc._C._resolve_tensor(y)
-        if (ptr, dev) != (backing.data_ptr(), d.index):
-            fail(f"CAI buffer resolved to {hex(ptr)} on device {dev}: a copy")
-        comm.allreduce(x, y, nc.SUM, stream=torch.cuda.current_stream(d))
-    torch.cuda.synchronize()
-    if not torch.all(backing == want):
-        fail(f"allreduce into a CAI buffer (current device {other}) left it at {backing[:4].tolist()}")
+    if (ptr, dev) != (backing.data_ptr(), d.index):
+        fail(f"CAI buffer resolved to {hex(ptr)} on device {dev} while cuda:{other} was "
+             f"current: a copy")
 
 
 @case(min_world=1)
