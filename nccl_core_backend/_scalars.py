@@ -22,6 +22,27 @@ def _torch_dtype(datatype) -> torch.dtype | None:
         raise NcclInvalid(f"Unsupported data type: {datatype!r}") from None
 
 
+def _integral_factor(scalar, dtype: torch.dtype) -> int:
+    """An integer factor for an integer ``dtype``, refusing what conversion
+    would change: 0.5 truncated to 0 for int8, -1 wrapped to 255 for uint8."""
+    if isinstance(scalar, numbers.Integral):
+        value = int(scalar)
+    else:
+        f = float(scalar)
+        if not f.is_integer():
+            raise NcclInvalid(
+                f"PreMulSum factor {scalar!r} is not an integer; a {dtype} factor would "
+                f"truncate it (use a floating datatype)"
+            )
+        value = int(f)
+    info = torch.iinfo(dtype)
+    if not info.min <= value <= info.max:
+        raise NcclInvalid(
+            f"PreMulSum factor {value} does not fit {dtype} ({info.min} to {info.max})"
+        )
+    return value
+
+
 def premul_scalar(scalar, datatype, residence, device: int) -> torch.Tensor:
     """One-element tensor holding ``scalar``: on the CPU for a host-immediate
     scalar, on ``device`` for a device scalar (read when the op runs)."""
@@ -33,12 +54,16 @@ def premul_scalar(scalar, datatype, residence, device: int) -> torch.Tensor:
             raise NcclInvalid(f"Invalid ScalarResidence: {residence!r}") from None
     if isinstance(scalar, bool):
         raise NcclInvalid("scalar must be a number or a one-element buffer, got a bool")
+    if dtype == torch.bool:
+        raise NcclInvalid("PreMulSum is not defined for torch.bool (SUM of flags is logical OR)")
     if isinstance(scalar, numbers.Number):
         if isinstance(scalar, complex):
             raise NcclInvalid("scalar must be real, got a complex number")
         if dtype is None:
             dtype = torch.float64 if isinstance(scalar, numbers.Real) and not isinstance(
                 scalar, numbers.Integral) else torch.int64
+        if not dtype.is_floating_point:
+            scalar = _integral_factor(scalar, dtype)
         t = torch.tensor([scalar], dtype=dtype)
         if residence == ScalarResidence.Device:
             t = t.to(f"cuda:{device}")

@@ -4,6 +4,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "backend/watchdog.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "util/checked.h"
 
 namespace nccl_core {
 
@@ -247,7 +249,7 @@ c10::intrusive_ptr<c10d::Backend> Backend::split(
   for (int r : ranks) {
     color = (color ^ static_cast<uint32_t>(r)) * 16777619u;
   }
-  int key = static_cast<int>(it - ranks.begin());
+  int key = checked::narrow<int, raise_value_error>(it - ranks.begin(), "split rank index");
   // A copy: torch 2.11 hands us the parent's live options object.
   auto given = c10::dynamic_intrusive_pointer_cast<GroupOptions>(opts);
   auto child_opts = c10::make_intrusive<GroupOptions>(given ? *given : *options_);
@@ -260,7 +262,8 @@ c10::intrusive_ptr<c10d::Backend> Backend::split(
                          child_opts->config, child_opts->timeout);
   });
   auto backend = c10::make_intrusive<Backend>(
-      store, key, static_cast<int>(ranks.size()), child_opts);
+      store, key, checked::narrow<int, raise_value_error>(ranks.size(), "split group size"),
+      child_opts);
   backend->adopt(std::move(child), *device_);
   return backend;
 }
@@ -268,9 +271,6 @@ c10::intrusive_ptr<c10d::Backend> Backend::split(
 c10::intrusive_ptr<c10d::Backend> Backend::shrink(
     const std::vector<int64_t>& ranks_to_exclude, int shrink_flags,
     const c10::intrusive_ptr<c10d::Backend::Options>& opts_override) {
-  NCCL_CORE_CHECK_VALUE(comm_ != nullptr,
-                        "nccl_core shrink: the group has no communicator yet (run a collective "
-                        "or pass device_id to init_process_group first)");
   std::vector<int> exclude;
   int below = 0;
   for (int64_t r : ranks_to_exclude) {
@@ -278,9 +278,16 @@ c10::intrusive_ptr<c10d::Backend> Backend::shrink(
                           " is outside the group of ", size_);
     NCCL_CORE_CHECK_VALUE(r != rank_, "nccl_core shrink: an excluded rank (", r,
                           ") must not take part in the shrink");
+    // A duplicate would be counted twice below (a wrong new rank and size).
+    NCCL_CORE_CHECK_VALUE(std::find(exclude.begin(), exclude.end(), r) == exclude.end(),
+                          "nccl_core shrink: rank ", r,
+                          " is listed twice in ranks_to_exclude; list each rank once");
     exclude.push_back(static_cast<int>(r));
     below += r < rank_ ? 1 : 0;
   }
+  NCCL_CORE_CHECK_VALUE(comm_ != nullptr,
+                        "nccl_core shrink: the group has no communicator yet (run a collective "
+                        "or pass device_id to init_process_group first)");
   auto given = c10::dynamic_intrusive_pointer_cast<GroupOptions>(opts_override);
   auto child_opts = c10::make_intrusive<GroupOptions>(given ? *given : *options_);
   // The parent may have failed (a rank died): shrinking is how to recover,

@@ -7,6 +7,7 @@
 #include "backend/launch.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "util/checked.h"
 
 namespace nccl_core {
 
@@ -55,7 +56,10 @@ Backend::Buf Backend::buf(const at::Tensor& t, const char* op) const {
                     ": tensors must be contiguous (call .contiguous())");
   if (t.is_complex()) {
     auto real = at::toRealValueType(t.scalar_type());
-    return Buf{t.data_ptr(), static_cast<size_t>(t.numel()) * 2,
+    return Buf{t.data_ptr(),
+               checked::mul<raise_value_error>(
+                   checked::narrow<size_t, raise_value_error>(t.numel(), "element count"), 2,
+                   "complex element count"),
                types::to_nccl_or_throw(real)};
   }
   auto type = types::to_nccl(t.scalar_type());
@@ -63,7 +67,8 @@ Backend::Buf Backend::buf(const at::Tensor& t, const char* op) const {
     C10_THROW_ERROR(TypeError, concat("nccl_core ", op, ": dtype ", t.scalar_type(),
                                       " is not supported by NCCL"));
   }
-  return Buf{t.data_ptr(), static_cast<size_t>(t.numel()), *type};
+  return Buf{t.data_ptr(), checked::narrow<size_t, raise_value_error>(t.numel(), "element count"),
+             *type};
 }
 
 ncclRedOp_t Backend::reduce_op(const c10d::ReduceOp& op, const at::Tensor& t,
@@ -150,12 +155,13 @@ WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors,
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf b = buf(t, "broadcast");
                   auto* f = fast_path();
-                  if (f && f->broadcast(c, b.ptr, b.count * types::element_size(b.type),
-                                        static_cast<int>(opts.rootRank), s)) {
+                  int root = checked::narrow<int, raise_value_error>(opts.rootRank, "root");
+                  size_t bytes = checked::bytes<raise_value_error>(
+                      b.count, types::element_size(b.type), "broadcast bytes");
+                  if (f && f->broadcast(c, b.ptr, bytes, root, s)) {
                     return;
                   }
-                  c.call(ncclBroadcast(b.ptr, b.ptr, b.count, b.type,
-                                       static_cast<int>(opts.rootRank), c.get(), s),
+                  c.call(ncclBroadcast(b.ptr, b.ptr, b.count, b.type, root, c.get(), s),
                          "ncclBroadcast");
                 });
 }
@@ -190,14 +196,22 @@ bool Backend::pushed(Communicator& c, const Buf& b, ncclRedOp_t op, cudaStream_t
   if (y == nullptr) {
     return false;
   }
-  size_t bytes = b.count * types::element_size(b.type);
+  size_t bytes = checked::bytes<raise_value_error>(b.count, types::element_size(b.type),
+                                                   "all_reduce bytes");
   const auto* e = y->admit(c, b.ptr, bytes, s);
   auto* f = fast_path();
   if (e == nullptr || e->peers.empty() || f == nullptr) {
     return false;  // NCCL's kernels (symmetric ones on a symmetric window)
   }
-  char* peers[fast::kMaxRanks];
+  // Stores land at this offset in every peer's allocation: the call must fit
+  // the allocation size every rank registered (admit refused unequal ones).
+  // The tensor lies inside its own allocation, so this holds on every rank
+  // alike and the path stays the same everywhere; checked all the same.
   size_t offset = static_cast<char*>(b.ptr) - static_cast<char*>(e->base);
+  if (offset > e->size || bytes > e->size - offset) {
+    return false;
+  }
+  char* peers[fast::kMaxRanks];
   for (size_t r = 0; r < e->peers.size(); ++r) {
     peers[r] = e->peers[r] + offset;
   }
@@ -252,7 +266,9 @@ WorkPtr Backend::reduce(std::vector<at::Tensor>& tensors,
                     return;
                   }
                   c.call(ncclReduce(b.ptr, b.ptr, b.count, b.type, op,
-                                    static_cast<int>(opts.rootRank), c.get(), s),
+                                    checked::narrow<int, raise_value_error>(opts.rootRank,
+                                                                            "root"),
+                                    c.get(), s),
                          "ncclReduce");
                 });
 }
@@ -260,10 +276,10 @@ WorkPtr Backend::reduce(std::vector<at::Tensor>& tensors,
 WorkPtr Backend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                       const c10d::ReduceScatterOptions& opts) {
   check_same(input, output, "reduce_scatter_tensor");
-  NCCL_CORE_CHECK_VALUE(input.numel() == output.numel() * size_,
-                    "nccl_core reduce_scatter_tensor: input has ", input.numel(),
-                    " elements, expected output numel x world size = ",
-                    output.numel() * size_);
+  int64_t want = checked::mul_signed<raise_value_error>(
+      output.numel(), size_, "nccl_core reduce_scatter_tensor: output numel x world size");
+  NCCL_CORE_CHECK_VALUE(input.numel() == want, "nccl_core reduce_scatter_tensor: input has ",
+                        input.numel(), " elements, expected output numel x world size = ", want);
   auto dev = pick_device(&input);
   return launch(OpType::_REDUCE_SCATTER_BASE, dev, {input}, {output}, call_opts(opts),
                 "reduce_scatter_tensor",
@@ -290,7 +306,7 @@ WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs,
                                 std::vector<std::vector<at::Tensor>>& inputs,
                                 const c10d::ReduceScatterOptions& opts) {
   check_single(outputs, "reduce_scatter");
-  NCCL_CORE_CHECK_VALUE(inputs.size() == 1 && static_cast<int>(inputs[0].size()) == size_,
+  NCCL_CORE_CHECK_VALUE(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_),
                     "nccl_core reduce_scatter: expects a list of world size inputs");
   auto& output = outputs[0];
   auto& ins = inputs[0];
@@ -348,7 +364,11 @@ WorkPtr Backend::reduce_scatter_tensor_coalesced(
                     "outputs as inputs");
   for (size_t i = 0; i < inputs.size(); ++i) {
     check_same(inputs[i], outputs[i], "reduce_scatter_tensor_coalesced");
-    NCCL_CORE_CHECK_VALUE(inputs[i].numel() == outputs[i].numel() * size_,
+    NCCL_CORE_CHECK_VALUE(inputs[i].numel() ==
+                              checked::mul_signed<raise_value_error>(
+                                  outputs[i].numel(), size_,
+                                  "nccl_core reduce_scatter_tensor_coalesced: output numel x "
+                                  "world size"),
                       "nccl_core reduce_scatter_tensor_coalesced: input ", i,
                       " must have world size x output elements");
   }

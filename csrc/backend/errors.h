@@ -22,6 +22,10 @@ namespace nccl_core {
 #define NCCL_CORE_CHECK_TYPE(cond, ...) NCCL_CORE_CHECK_AS(TypeError, cond, __VA_ARGS__)
 #define NCCL_CORE_CHECK_STATE(cond, ...) NCCL_CORE_CHECK_AS(Error, cond, __VA_ARGS__)
 
+// ValueError(message), for util/checked.h in the backend:
+// checked::mul<raise_value_error>(...).
+[[noreturn]] void raise_value_error(const std::string& message);
+
 // An exception_ptr holding c10::DistBackendError(msg), which Python sees as
 // torch.distributed.DistBackendError.
 std::exception_ptr dist_backend_error(const std::string& msg);

@@ -7,6 +7,7 @@
 #include "backend/launch.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "util/checked.h"
 
 namespace nccl_core {
 
@@ -19,10 +20,10 @@ using call::flat_like;
 WorkPtr Backend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                  const c10d::AllgatherOptions& opts) {
   check_same(input, output, "all_gather_into_tensor");
-  NCCL_CORE_CHECK_VALUE(output.numel() == input.numel() * size_,
-                    "nccl_core all_gather_into_tensor: output has ",
-                    output.numel(), " elements, expected input numel x world size = ",
-                    input.numel() * size_);
+  int64_t want = checked::mul_signed<raise_value_error>(
+      input.numel(), size_, "nccl_core all_gather_into_tensor: input numel x world size");
+  NCCL_CORE_CHECK_VALUE(output.numel() == want, "nccl_core all_gather_into_tensor: output has ",
+                        output.numel(), " elements, expected input numel x world size = ", want);
   auto dev = pick_device(&input);
   return launch(OpType::_ALLGATHER_BASE, dev, {input}, {output}, call_opts(opts),
                 "all_gather_into_tensor",
@@ -30,8 +31,9 @@ WorkPtr Backend::_allgather_base(at::Tensor& output, at::Tensor& input,
                   Buf in = buf(input, "all_gather_into_tensor");
                   Buf out = buf(output, "all_gather_into_tensor");
                   auto* f = fast_path();
-                  if (f && f->all_gather(c, in.ptr, out.ptr,
-                                         in.count * types::element_size(in.type), s)) {
+                  size_t bytes = checked::bytes<raise_value_error>(
+                      in.count, types::element_size(in.type), "all_gather bytes per rank");
+                  if (f && f->all_gather(c, in.ptr, out.ptr, bytes, s)) {
                     return;
                   }
                   c.call(ncclAllGather(in.ptr, out.ptr, in.count, in.type, c.get(), s),
@@ -46,7 +48,7 @@ WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
   NCCL_CORE_CHECK_VALUE(outputs.size() == 1, "nccl_core all_gather: expects one output list");
   auto& input = inputs[0];
   auto& outs = outputs[0];
-  NCCL_CORE_CHECK_VALUE(static_cast<int>(outs.size()) == size_,
+  NCCL_CORE_CHECK_VALUE(outs.size() == static_cast<size_t>(size_),
                     "nccl_core all_gather: output list has ", outs.size(),
                     " tensors, expected world size ", size_);
   bool even = true;
@@ -98,7 +100,7 @@ WorkPtr Backend::allgather_coalesced(
                     "nccl_core allgather_coalesced: expects one output list per input");
   std::vector<at::Tensor> all_outs;
   for (size_t i = 0; i < inputs.size(); ++i) {
-    NCCL_CORE_CHECK_VALUE(static_cast<int>(outputs[i].size()) == size_,
+    NCCL_CORE_CHECK_VALUE(outputs[i].size() == static_cast<size_t>(size_),
                       "nccl_core allgather_coalesced: output list ", i,
                       " must have world size tensors");
     for (auto& o : outputs[i]) {
@@ -142,7 +144,11 @@ WorkPtr Backend::allgather_into_tensor_coalesced(
                     "outputs as inputs");
   for (size_t i = 0; i < inputs.size(); ++i) {
     check_same(inputs[i], outputs[i], "allgather_into_tensor_coalesced");
-    NCCL_CORE_CHECK_VALUE(outputs[i].numel() == inputs[i].numel() * size_,
+    NCCL_CORE_CHECK_VALUE(outputs[i].numel() ==
+                              checked::mul_signed<raise_value_error>(
+                                  inputs[i].numel(), size_,
+                                  "nccl_core allgather_into_tensor_coalesced: input numel x "
+                                  "world size"),
                       "nccl_core allgather_into_tensor_coalesced: output ", i,
                       " must have world size x input elements");
   }
@@ -166,13 +172,14 @@ WorkPtr Backend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                         const c10d::GatherOptions& opts) {
   check_single(inputs, "gather");
   auto& input = inputs[0];
-  int root = static_cast<int>(opts.rootRank);
-  NCCL_CORE_CHECK_VALUE(root >= 0 && root < size_, "nccl_core gather: root ", root,
-                    " out of range for group size ", size_);
+  // Range-checked as the 64-bit value torch passes: 2**32 must not become 0.
+  NCCL_CORE_CHECK_VALUE(opts.rootRank >= 0 && opts.rootRank < size_, "nccl_core gather: root ",
+                        opts.rootRank, " out of range for group size ", size_);
+  int root = checked::narrow<int, raise_value_error>(opts.rootRank, "root");
   std::vector<at::Tensor> outs;
   if (rank_ == root) {
     NCCL_CORE_CHECK_VALUE(outputs.size() == 1 &&
-                          static_cast<int>(outputs[0].size()) == size_,
+                          outputs[0].size() == static_cast<size_t>(size_),
                       "nccl_core gather: the root needs a list of world size outputs");
     for (auto& o : outputs[0]) {
       check_same(input, o, "gather");
@@ -210,13 +217,14 @@ WorkPtr Backend::scatter(std::vector<at::Tensor>& outputs,
                          const c10d::ScatterOptions& opts) {
   check_single(outputs, "scatter");
   auto& output = outputs[0];
-  int root = static_cast<int>(opts.rootRank);
-  NCCL_CORE_CHECK_VALUE(root >= 0 && root < size_, "nccl_core scatter: root ", root,
-                    " out of range for group size ", size_);
+  // Range-checked as the 64-bit value torch passes: 2**32 must not become 0.
+  NCCL_CORE_CHECK_VALUE(opts.rootRank >= 0 && opts.rootRank < size_, "nccl_core scatter: root ",
+                        opts.rootRank, " out of range for group size ", size_);
+  int root = checked::narrow<int, raise_value_error>(opts.rootRank, "root");
   std::vector<at::Tensor> ins;
   if (rank_ == root) {
     NCCL_CORE_CHECK_VALUE(inputs.size() == 1 &&
-                          static_cast<int>(inputs[0].size()) == size_,
+                          inputs[0].size() == static_cast<size_t>(size_),
                       "nccl_core scatter: the root needs a list of world size inputs");
     for (auto& i : inputs[0]) {
       check_same(i, output, "scatter");

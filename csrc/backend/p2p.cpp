@@ -5,6 +5,7 @@
 #include "backend/launch.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "util/checked.h"
 
 namespace nccl_core {
 
@@ -14,10 +15,15 @@ using WorkPtr = c10::intrusive_ptr<c10d::Work>;
 namespace {
 
 // Element offsets of each rank's block along dim 0 for split sizes (rows).
+// The splits were checked against dim 0 (check_splits), so these stay
+// inside the tensor; checked all the same, as user numbers.
 std::vector<size_t> offsets(const std::vector<int64_t>& splits, size_t row) {
   std::vector<size_t> out(splits.size() + 1, 0);
   for (size_t i = 0; i < splits.size(); ++i) {
-    out[i + 1] = out[i] + static_cast<size_t>(splits[i]) * row;
+    size_t n = checked::mul<raise_value_error>(static_cast<size_t>(splits[i]), row,
+                                               "nccl_core all_to_all_single: split elements");
+    out[i + 1] = checked::add<raise_value_error>(out[i], n,
+                                                 "nccl_core all_to_all_single: split offset");
   }
   return out;
 }
@@ -31,13 +37,15 @@ void check_splits(const std::vector<int64_t>& splits, const at::Tensor& t,
                       ") must be divisible by the world size ", size);
     return;
   }
-  NCCL_CORE_CHECK_VALUE(static_cast<int>(splits.size()) == size,
+  NCCL_CORE_CHECK_VALUE(splits.size() == static_cast<size_t>(size),
                     "nccl_core all_to_all_single: ", which, " split sizes have ",
                     splits.size(), " entries, expected world size ", size);
+  // The sum must not wrap: [2**63 - 1, 2**63 - 1, 4] would sum to 2.
   int64_t total = 0;
   for (int64_t s : splits) {
-    NCCL_CORE_CHECK_VALUE(s >= 0, "nccl_core all_to_all_single: negative split size");
-    total += s;
+    NCCL_CORE_CHECK_VALUE(s >= 0, "nccl_core all_to_all_single: negative split size ", s);
+    total = checked::add_signed<raise_value_error>(
+        total, s, "nccl_core all_to_all_single: the split sizes' sum");
   }
   NCCL_CORE_CHECK_VALUE(t.dim() > 0 && total == t.size(0),
                     "nccl_core all_to_all_single: ", which,
@@ -76,7 +84,10 @@ WorkPtr Backend::alltoall_base(at::Tensor& output, at::Tensor& input,
                     auto* f = fast_path();
                     size_t per_peer = in.count / size_;
                     if (f && f->all_to_all(c, in.ptr, out.ptr,
-                                           per_peer * types::element_size(in.type), s)) {
+                                           checked::bytes<raise_value_error>(
+                                               per_peer, types::element_size(in.type),
+                                               "all_to_all_single bytes per peer"),
+                                           s)) {
                       return;
                     }
                     c.call(ncclAlltoAll(in.ptr, out.ptr, in.count / size_, in.type,
@@ -118,8 +129,8 @@ WorkPtr Backend::alltoall_base(at::Tensor& output, at::Tensor& input,
 WorkPtr Backend::alltoall(std::vector<at::Tensor>& outputs,
                           std::vector<at::Tensor>& inputs,
                           const c10d::AllToAllOptions& opts) {
-  NCCL_CORE_CHECK_VALUE(static_cast<int>(inputs.size()) == size_ &&
-                        static_cast<int>(outputs.size()) == size_,
+  NCCL_CORE_CHECK_VALUE(inputs.size() == static_cast<size_t>(size_) &&
+                        outputs.size() == static_cast<size_t>(size_),
                     "nccl_core all_to_all: expects world size input and output lists");
   for (int r = 0; r < size_; ++r) {
     NCCL_CORE_CHECK_TYPE(inputs[r].scalar_type() == outputs[r].scalar_type(),

@@ -27,7 +27,7 @@ SymmetricCache::~SymmetricCache() {
   // Memory that NCCL may still map stays pinned (leaked) rather than freed
   // under a live window; the communicator's end closes them all first.
   for (auto& e : entries_) {
-    if (!e.window->is_valid()) {
+    if (e.window && !e.window->is_valid()) {
       memory::unpin(e.base);
     }
   }
@@ -48,7 +48,8 @@ const SymmetricCache::Entry* SymmetricCache::admit(Communicator& comm, const voi
   }
   for (const auto& e : entries_) {
     if (e.base == alloc->base) {
-      return &e;  // the steady state: registered at an earlier call
+      // The steady state: registered at an earlier call (or refused then).
+      return e.window ? &e : nullptr;
     }
   }
   const bool symmetric = alloc->size <= max_bytes_;
@@ -64,8 +65,19 @@ const SymmetricCache::Entry* SymmetricCache::admit(Communicator& comm, const voi
   if (entries_.size() >= kMaxWindows) {
     return nullptr;
   }
+  // Every rank's allocation size, before registering: the same vector on
+  // every rank, so every rank decides alike.  Sizes that differ are refused
+  // (remembered, so later calls do not ask again): NCCL's symmetric kernels
+  // and the push all-reduce address every peer's copy at this rank's offset.
+  auto sizes = comm.all_gather_sizes(alloc->size, "ncclAllGather (allocation sizes)");
+  for (size_t s : sizes) {
+    if (s != alloc->size) {
+      entries_.push_back(Entry{alloc->base, alloc->size, nullptr, {}});
+      return nullptr;
+    }
+  }
   auto window = Window::create(comm.shared_from_this(), alloc->base, alloc->size,
-                               symmetric ? kCollSymmetric : 0, c10::Storage());
+                               symmetric ? kCollSymmetric : 0, c10::Storage(), std::move(sizes));
   if (!window) {
     disabled_ = true;  // no windows on this system
     return nullptr;
@@ -108,6 +120,9 @@ void SymmetricCache::sweep(Communicator& comm, cudaStream_t stream) {
       kept.push_back(std::move(entries_[i]));
       continue;
     }
+    if (!entries_[i].window) {
+      continue;  // a refused allocation: nothing registered, nothing pinned
+    }
     entries_[i].window->close();  // collective, in registration order everywhere
     memory::unpin(entries_[i].base);
   }
@@ -116,8 +131,10 @@ void SymmetricCache::sweep(Communicator& comm, cudaStream_t stream) {
 
 void SymmetricCache::clear() {
   for (auto& e : entries_) {
-    e.window->close();
-    memory::unpin(e.base);
+    if (e.window) {
+      e.window->close();
+      memory::unpin(e.base);
+    }
   }
   entries_.clear();
 }

@@ -11,8 +11,20 @@
 // rank's offset, so the cache relies on the contract NCCL states for
 // registered buffers: for one call, every rank passes NCCL memory or none
 // does, in allocations of equal size at equal offsets (what an SPMD program
-// does).  A rank that breaks it waits in the registration until the group's
-// timeout, which fails the call; `symmetric_max_bytes = 0` turns it off.
+// does).  A rank that breaks the first half waits in the registration until
+// the group's timeout, which fails the call; `symmetric_max_bytes = 0` turns
+// it off.  The sizes are not trusted: before registering, every rank's
+// allocation size is exchanged (one all-gather), and an allocation whose
+// size differs on some rank is not registered, on every rank alike (they
+// all see the same sizes), and remembered as refused: its calls take NCCL's
+// plain path on every rank, so neither NCCL's symmetric kernels nor the push
+// all-reduce ever address a peer's allocation past its end.  With equal
+// sizes, every rank's call range [offset, offset + bytes) lies inside its
+// own allocation, hence inside every peer's: a push can only land inside
+// the peer's allocation.  Offsets are not exchanged (that would cost a
+// collective per call); a program that passes equal sizes at different
+// offsets breaks NCCL's contract and gets its results at the wrong place
+// inside the peers' allocations, as with NCCL's own symmetric kernels.
 //
 // The same windows serve the push all-reduce (fast/push.h): its calls need
 // every rank's copy of the tensor.  Allocations above `max_bytes` are
@@ -50,8 +62,8 @@ class SymmetricCache {
   // Where every rank maps one registered allocation.
   struct Entry {
     void* base;
-    size_t size;
-    std::shared_ptr<Window> window;
+    size_t size;                     // the same on every rank (else refused)
+    std::shared_ptr<Window> window;  // null: refused (sizes differ across ranks)
     std::vector<char*> peers;  // each rank's copy of [base, base + size)
   };
 
@@ -63,8 +75,14 @@ class SymmetricCache {
   // until the next admit().
   const Entry* admit(Communicator& comm, const void* ptr, size_t bytes, cudaStream_t stream);
 
-  // Windows registered now.
-  size_t windows() const { return entries_.size(); }
+  // Windows registered now (refused allocations not counted).
+  size_t windows() const {
+    size_t n = 0;
+    for (const auto& e : entries_) {
+      n += e.window ? 1 : 0;
+    }
+    return n;
+  }
 
   // Deregisters every window (collective: every rank, when the group ends)
   // and frees the allocations that were released meanwhile.

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include "comm/device_scope.h"
+#include "comm/operations.h"
 #include "comm/resources.h"
 #include "nccl/api.h"
 #include "nccl/newer.h"
@@ -71,32 +72,63 @@ bool Communicator::lsa_spans_all() {
   return known == 1;
 }
 
+namespace {
+
+// A private stream and `bytes` of device memory, both released on every path
+// (for the communicator's own small collectives at registration).
+struct Scratch {
+  cudaStream_t stream = nullptr;
+  void* value = nullptr;
+  Scratch() = default;
+  // Separate from the constructor so the destructor runs if it throws.
+  void init(size_t bytes) {
+    NCCL_CORE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    NCCL_CORE_CUDA_CHECK(cudaMallocAsync(&value, bytes, stream));
+    NCCL_CORE_CUDA_CHECK(cudaMemsetAsync(value, 0, bytes, stream));
+  }
+  ~Scratch() {
+    if (value != nullptr) {
+      (void)cudaFreeAsync(value, stream);
+    }
+    if (stream != nullptr) {
+      (void)cudaStreamSynchronize(stream);
+      (void)cudaStreamDestroy(stream);
+    }
+  }
+  Scratch(const Scratch&) = delete;
+  Scratch& operator=(const Scratch&) = delete;
+};
+
+}  // namespace
+
 void Communicator::warm_up_for_windows() {
   if (warmed_up_.exchange(true) || api::loaded_version() < api::version_code(2, 29, 0)) {
     return;
   }
   DeviceScope scope(device_);
-  // A private stream and one float, both released on every path.
-  struct Scratch {
-    cudaStream_t stream = nullptr;
-    float* value = nullptr;
-    ~Scratch() {
-      if (value != nullptr) {
-        (void)cudaFreeAsync(value, stream);
-      }
-      if (stream != nullptr) {
-        (void)cudaStreamSynchronize(stream);
-        (void)cudaStreamDestroy(stream);
-      }
-    }
-  } s;
-  NCCL_CORE_CUDA_CHECK(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
-  NCCL_CORE_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&s.value), sizeof(float), s.stream));
-  NCCL_CORE_CUDA_CHECK(cudaMemsetAsync(s.value, 0, sizeof(float), s.stream));
+  Scratch s;
+  s.init(sizeof(float));
   ncclComm_t c = get();
   run("ncclAllReduce (window warm-up)",
       [&] { return ncclAllReduce(s.value, s.value, 1, ncclFloat32, ncclSum, c, s.stream); });
   NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+}
+
+std::vector<size_t> Communicator::all_gather_sizes(size_t value, const char* what) {
+  DeviceScope scope(device_);
+  Scratch s;
+  s.init(sizeof(uint64_t) * static_cast<size_t>(nranks_));
+  auto* all = static_cast<uint64_t*>(s.value);
+  uint64_t mine = value;
+  NCCL_CORE_CUDA_CHECK(cudaMemcpyAsync(all + rank_, &mine, sizeof(mine), cudaMemcpyHostToDevice,
+                                       s.stream));
+  ncclComm_t c = get();
+  run(what, [&] { return ncclAllGather(all + rank_, all, 1, ncclUint64, c, s.stream); });
+  std::vector<uint64_t> host(static_cast<size_t>(nranks_));
+  NCCL_CORE_CUDA_CHECK(cudaMemcpyAsync(host.data(), all, host.size() * sizeof(uint64_t),
+                                       cudaMemcpyDeviceToHost, s.stream));
+  NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  return std::vector<size_t>(host.begin(), host.end());
 }
 
 ncclComm_t Communicator::get() const {
@@ -240,6 +272,9 @@ void Communicator::close_all_resources() noexcept {
     std::lock_guard<std::mutex> lock(resources_mutex_);
     all.swap(resources_);
   }
+  if (!all.empty() && is_live()) {
+    quiesce();  // queued kernels may still use windows and buffers
+  }
   // Newest first: a resource may depend on one registered before it.
   for (auto it = all.rbegin(); it != all.rend(); ++it) {
     try {
@@ -251,27 +286,46 @@ void Communicator::close_all_resources() noexcept {
 }
 
 void Communicator::finalize() {
-  close_all_resources();
-  std::lock_guard<std::mutex> lock(lifecycle_mutex_);
   if (state_.load() != State::Live) {
-    return;
+    return;  // idempotent
   }
-  DeviceScope scope(device_);
-  run("ncclCommFinalize", [&] { return ncclCommFinalize(comm_); });
-  state_ = State::Finalized;
-  NCCL_CORE_CHECK(comm_, ncclCommDestroy(comm_));
-  state_ = State::Destroyed;
+  // Operations of other threads finish first; later ones are refused.
+  close_gate("finalize");
+  try {
+    close_all_resources();
+    std::lock_guard<std::mutex> lock(lifecycle_mutex_);
+    if (state_.load() != State::Live) {
+      return;
+    }
+    DeviceScope scope(device_);
+    run("ncclCommFinalize", [&] { return ncclCommFinalize(comm_); });
+    state_ = State::Finalized;
+    NCCL_CORE_CHECK(comm_, ncclCommDestroy(comm_));
+    state_ = State::Destroyed;
+  } catch (...) {
+    closing_ = false;
+    throw;
+  }
 }
 
 void Communicator::destroy() {
-  close_all_resources();
-  std::lock_guard<std::mutex> lock(lifecycle_mutex_);
   if (state_.load() != State::Live) {
-    return;
+    return;  // idempotent
   }
-  DeviceScope scope(device_);
-  state_ = State::Destroyed;
-  NCCL_CORE_CHECK(comm_, ncclCommDestroy(comm_));
+  close_gate("destroy");
+  try {
+    close_all_resources();
+    std::lock_guard<std::mutex> lock(lifecycle_mutex_);
+    if (state_.load() != State::Live) {
+      return;
+    }
+    DeviceScope scope(device_);
+    state_ = State::Destroyed;
+    NCCL_CORE_CHECK(comm_, ncclCommDestroy(comm_));
+  } catch (...) {
+    closing_ = false;
+    throw;
+  }
 }
 
 void Communicator::abort() noexcept {
@@ -299,6 +353,11 @@ void Communicator::abort() noexcept {
       // abort goes on: a failed drain cannot be helped here
     }
   }
+  // Host calls of other threads that are only enqueueing leave within
+  // microseconds: NCCL must not free the communicator under them.  A call
+  // stuck on peers does not leave; ncclCommAbort is what ends it.  Uses of
+  // this thread's own open group are not waited for.
+  (void)wait_for_users(ops::group_holds(this), kAbortGrace);
   int previous = -1;
   (void)cudaGetDevice(&previous);
   (void)cudaSetDevice(device_);

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <climits>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -44,6 +45,35 @@ class Resource;
 class Communicator : public std::enable_shared_from_this<Communicator> {
  public:
   enum class State { Live, Finalized, Destroyed, Aborted };
+
+  // A host call using the handle from a thread of the user's (a raw or
+  // one-sided operation, a group waiting for group_end).  finalize() and
+  // destroy() wait until every Use has left before they release anything;
+  // abort() waits a short grace (kAbortGrace) for calls that are only
+  // enqueueing, then aborts anyway, since its purpose is to end calls stuck
+  // on peers.  Taking a Use once the communicator is closing or dead throws
+  // NcclInvalid.  Costs two atomic operations.
+  class Use {
+   public:
+    explicit Use(Communicator& c);
+    ~Use() { leave(); }
+    Use(Use&& o) noexcept : c_(o.c_) { o.c_ = nullptr; }
+    Use& operator=(Use&& o) noexcept {
+      if (this != &o) {
+        leave();
+        c_ = o.c_;
+        o.c_ = nullptr;
+      }
+      return *this;
+    }
+    Use(const Use&) = delete;
+    Use& operator=(const Use&) = delete;
+
+   private:
+    void leave() noexcept;
+    Communicator* c_;
+  };
+  static constexpr std::chrono::milliseconds kAbortGrace{1000};
 
   // ncclCommInitRankConfig; blocks (polling) until ready or `timeout`.
   static std::shared_ptr<Communicator> create(
@@ -92,6 +122,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // on NCCL >= 2.29 the first call runs one tiny all-reduce (collective, like
   // the registration that follows, so every rank does it at the same point).
   void warm_up_for_windows();
+  // Every rank's `value`, by rank: one ncclAllGather on a private stream,
+  // waited for (collective: every rank calls it at the same point).  For
+  // layouts exchanged at registration (window sizes).
+  std::vector<size_t> all_gather_sizes(size_t value, const char* what);
   // Whether every rank can load and store every other rank's window memory
   // (one LSA team spans the communicator: one NVLink domain).  False on an
   // NCCL without the device API.  The same answer on every rank.
@@ -103,6 +137,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::string last_error() const;
   // ncclCommMemStats (NCCL >= 2.29.7).
   uint64_t mem_stat(newer::MemStat stat) const;
+
+  // Best-effort cudaDeviceSynchronize on this device (relaxed capture
+  // mode, errors cleared), waited for up to the timeout: before memory that
+  // a resource kept mapped or alive is released, no queued kernel may still
+  // use it.  False when the device was still busy at the timeout.
+  bool quiesce() noexcept;
 
   // Resources (resources.h).  The communicator owns every resource created
   // on it until the resource is closed.
@@ -153,6 +193,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   template <class F>
   std::shared_ptr<Communicator> make_child(const char* what, bool blocking,
                                            std::chrono::milliseconds timeout, F&& start);
+  // Waits until at most `own` Uses remain (those of the calling thread's
+  // open group), up to `limit`; false on expiry.
+  bool wait_for_users(int own, std::chrono::milliseconds limit);
+  // finalize/destroy: refuses new Uses and waits for the others to leave.
+  void close_gate(const char* what);
 
   ncclComm_t comm_;
   const int nranks_;
@@ -163,6 +208,10 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::atomic<int> lsa_spans_all_{-1};  // -1 not asked yet
   std::atomic<std::chrono::milliseconds> timeout_;
   std::atomic<State> state_{State::Live};
+  std::atomic<int> users_{0};
+  std::atomic<bool> closing_{false};
+  std::mutex users_mutex_;
+  std::condition_variable users_cv_;
   std::mutex lifecycle_mutex_;
   mutable std::mutex resources_mutex_;
   std::vector<std::shared_ptr<Resource>> resources_;

@@ -7,14 +7,22 @@
 #include "comm/communicator.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "util/checked.h"
 
 namespace nccl_core::ops {
 
 namespace {
 
-// Communicators used inside this thread's open group.
+// A communicator used inside this thread's open group, held (a Use, so
+// finalize/destroy on another thread wait) until group_end launches it.
+struct Member {
+  std::shared_ptr<Communicator> comm;
+  Communicator::Use use;
+};
 thread_local int t_depth = 0;
-thread_local std::vector<std::shared_ptr<Communicator>> t_members;
+thread_local std::vector<Member> t_members;
+// Buffers of the open group's calls: NCCL reads and writes them at group_end.
+thread_local std::vector<at::Tensor> t_kept;
 
 // Checks an enqueue: inside a group NCCL only queues (and may answer
 // ncclInProgress), so waiting happens at group_end.
@@ -24,14 +32,15 @@ void submit(Communicator& c, const char* what, F&& enqueue) {
     c.run(what, enqueue);
     return;
   }
-  api::check(enqueue(), what, c.get());
-  auto self = c.shared_from_this();
+  bool known = false;
   for (const auto& m : t_members) {
-    if (m == self) {
-      return;
-    }
+    known = known || m.comm.get() == &c;
   }
-  t_members.push_back(std::move(self));
+  if (!known) {
+    // Held before the call is queued: the group may not outlive the handle.
+    t_members.push_back(Member{c.shared_from_this(), Communicator::Use(c)});
+  }
+  api::check(enqueue(), what, c.get());
 }
 
 void check_device(const Communicator& c, const Buffer& b, const char* name) {
@@ -40,9 +49,15 @@ void check_device(const Communicator& c, const Buffer& b, const char* name) {
                     ". Buffers must be on the same device as the communicator.");
 }
 
+const char* dtype_name(const Buffer& b) {
+  return b.logical ? "bool" : types::name(b.type);
+}
+
 void check_types(const Buffer& s, const Buffer& r) {
-  NCCL_CORE_REQUIRE(s.type == r.type, "Dtype mismatch: sendbuf has dtype ", types::name(s.type),
-                    ", recvbuf has dtype ", types::name(r.type));
+  // bool and uint8 are both uint8 to NCCL, but 0/1 flags are not bytes.
+  NCCL_CORE_REQUIRE(s.type == r.type && s.logical == r.logical,
+                    "Dtype mismatch: sendbuf has dtype ", dtype_name(s),
+                    ", recvbuf has dtype ", dtype_name(r));
 }
 
 void check_root(const Communicator& c, int root) {
@@ -115,19 +130,48 @@ ncclRedOp_t alone(const Communicator& c, ncclRedOp_t op) {
 
 } // namespace
 
-Buffer resolve_tensor(const at::Tensor& t, const char* name) {
+Buffer resolve_tensor(const at::Tensor& t, const char* name, Layout layout) {
   NCCL_CORE_REQUIRE(t.defined(), name, " is an undefined tensor");
   NCCL_CORE_REQUIRE(t.is_cuda(), name, " must be a CUDA tensor, got a ", t.device(), " tensor");
   NCCL_CORE_REQUIRE(t.layout() == at::kStrided, name, " must be a dense (strided) tensor");
-  // Any dense layout (C or Fortran order, permuted) is one block of memory.
-  NCCL_CORE_REQUIRE(t.is_non_overlapping_and_dense(), name,
-                    " must be contiguous (dense, in any dimension order): NCCL reads count "
-                    "elements from its data pointer; call .contiguous()");
+  if (layout == Layout::Contiguous) {
+    // NCCL walks count elements from the data pointer: any other order
+    // (x.t(), a Fortran-ordered array, a permuted view) would be reduced,
+    // gathered or sent in memory order, not in the tensor's.
+    NCCL_CORE_REQUIRE(t.is_contiguous(), name,
+                      " must be contiguous (C order): NCCL reads and writes count elements "
+                      "in memory order, so a transposed or permuted view would be used in "
+                      "the wrong element order; call .contiguous()");
+  } else {
+    // One block of memory in any dimension order.
+    NCCL_CORE_REQUIRE(t.is_non_overlapping_and_dense(), name,
+                      " must be contiguous (dense, in any dimension order): NCCL reads count "
+                      "elements from its data pointer; call .contiguous()");
+  }
   auto type = types::to_nccl(t.scalar_type());
   NCCL_CORE_REQUIRE(type.has_value(), "Unsupported torch dtype ", t.scalar_type(), " of ", name,
                     " has no NCCL equivalent");
-  return Buffer{t.data_ptr(), static_cast<size_t>(t.numel()), *type,
-                static_cast<int>(t.device().index())};
+  return Buffer{t.data_ptr(), checked::narrow<size_t>(t.numel(), name), *type,
+                static_cast<int>(t.device().index()), t.scalar_type() == at::kBool};
+}
+
+ncclRedOp_t for_buffer(ncclRedOp_t op, const Buffer& b) {
+  if (!b.logical) {
+    return op;
+  }
+  switch (op) {
+    case ncclSum:
+      return ncclMax;  // logical OR
+    case ncclProd:
+      return ncclMin;  // logical AND
+    case ncclMax:
+    case ncclMin:
+      return op;
+    case ncclAvg:
+      throw NcclInvalid("AVG is not defined for bool buffers (SUM is logical OR, PROD logical AND)");
+    default:
+      throw NcclInvalid("a CustomRedOp (PreMulSum) is not defined for bool buffers");
+  }
 }
 
 void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
@@ -180,7 +224,10 @@ void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer&
 
 void gather(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv, int root,
             cudaStream_t stream) {
-  void* out = rooted_recv(c, send, recv, root, send.count * c.nranks(), "allgather");
+  void* out = rooted_recv(c, send, recv, root,
+                          checked::mul(send.count, static_cast<size_t>(c.nranks()),
+                                       "recvbuf count (sendbuf count x nranks)"),
+                          "allgather");
   ncclComm_t comm = c.get();
   if (root < 0) {
     submit(c, "ncclAllGather", [&] {
@@ -259,27 +306,48 @@ void group_end() {
     api::check(ncclGroupEnd(), "ncclGroupEnd", nullptr);
     return;
   }
-  std::vector<std::shared_ptr<Communicator>> members;
+  // Released when this function returns, whatever happens: the members'
+  // Uses and the group's buffers (held until NCCL has launched the group).
+  std::vector<Member> members;
   members.swap(t_members);
+  std::vector<at::Tensor> kept;
+  kept.swap(t_kept);
   // The outermost end launches everything: bounded like any blocking call.
   std::optional<HostCall> guard;
   if (!members.empty()) {
-    guard.emplace(*members[0], "ncclGroupEnd");
+    guard.emplace(*members[0].comm, "ncclGroupEnd");
   }
   ncclResult_t r = ncclGroupEnd();
   if (guard) {
     guard->rethrow_if_expired();
   }
-  bool pending = api::check(r, "ncclGroupEnd", members.empty() ? nullptr : members[0]->get());
+  bool pending =
+      api::check(r, "ncclGroupEnd", members.empty() ? nullptr : members[0].comm->get());
   if (pending) {
     for (auto& m : members) {
-      m->wait_ready("ncclGroupEnd");
+      m.comm->wait_ready("ncclGroupEnd");
     }
   }
 }
 
 int group_depth() {
   return t_depth;
+}
+
+int group_holds(const Communicator* c) {
+  int n = 0;
+  for (const auto& m : t_members) {
+    n += m.comm.get() == c ? 1 : 0;
+  }
+  return n;
+}
+
+void keep_for_group(at::Tensor t) {
+  t_kept.push_back(std::move(t));
+}
+
+size_t kept_for_group() {
+  return t_kept.size();
 }
 
 } // namespace nccl_core::ops

@@ -1,5 +1,7 @@
 #include "comm/resources.h"
 
+#include <algorithm>
+
 #include "comm/communicator.h"
 #include "comm/device_scope.h"
 #include "comm/window_layout.h"
@@ -25,6 +27,11 @@ void Resource::ensure_valid() const {
 
 void Resource::close() {
   std::shared_ptr<Communicator> comm = owner_.lock();
+  if (comm && comm->is_live() && is_valid() && needs_quiet()) {
+    // A kernel queued before close() (a put_signal, a collective on a
+    // registered buffer) must be done before the memory is unmapped or freed.
+    comm->quiesce();
+  }
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!valid_) {
@@ -90,18 +97,34 @@ void RegisteredBuffer::release(Communicator& comm) {
 // --- Window -----------------------------------------------------------------
 
 Window::Window(std::shared_ptr<Communicator> comm, void* ptr, size_t size, int flags,
-               ncclWindow_t win, c10::Storage keep)
+               ncclWindow_t win, c10::Storage keep, std::vector<size_t> sizes)
     : Resource(std::move(comm), "RegisteredWindowHandle"),
       ptr_(ptr),
       size_(size),
       flags_(flags),
       win_(win),
-      keep_(std::move(keep)) {}
+      keep_(std::move(keep)),
+      sizes_(std::move(sizes)) {
+  min_size_ = size_;
+  for (size_t s : sizes_) {
+    min_size_ = std::min(min_size_, s);
+  }
+}
 
 std::shared_ptr<Window> Window::create(const std::shared_ptr<Communicator>& comm, void* ptr,
-                                       size_t size, int flags, c10::Storage keep) {
+                                       size_t size, int flags, c10::Storage keep,
+                                       std::vector<size_t> sizes) {
   NCCL_CORE_REQUIRE(size > 0, "register_window: the buffer is empty");
   comm->warm_up_for_windows();
+  // Every rank's size: remote accesses are checked against the peer's window,
+  // which may be smaller than this rank's.  Collective, like the
+  // registration, and before it, so every rank takes part whatever NCCL answers.
+  if (sizes.empty()) {
+    sizes = comm->all_gather_sizes(size, "ncclAllGather (window sizes)");
+  }
+  NCCL_CORE_REQUIRE(sizes.size() == static_cast<size_t>(comm->nranks()) &&
+                        sizes[comm->rank()] == size,
+                    "register_window: the window sizes do not match the communicator");
   ncclComm_t c = comm->get();
   ncclWindow_t win = nullptr;
   comm->run("ncclCommWindowRegister",
@@ -112,7 +135,8 @@ std::shared_ptr<Window> Window::create(const std::shared_ptr<Communicator>& comm
   if (win == nullptr) {
     return nullptr; // NCCL cannot register windows on this system
   }
-  std::shared_ptr<Window> w(new Window(comm, ptr, size, flags, win, std::move(keep)));
+  std::shared_ptr<Window> w(
+      new Window(comm, ptr, size, flags, win, std::move(keep), std::move(sizes)));
   try {
     w->learn_layout(c);
   } catch (...) {
@@ -148,16 +172,26 @@ void* Window::user_ptr() const {
   return ptr_;
 }
 
-void Window::check_offset(size_t offset) const {
+size_t Window::peer_size(int peer) const {
+  NCCL_CORE_REQUIRE(peer >= 0 && static_cast<size_t>(peer) < sizes_.size(), "peer ", peer,
+                    " is outside the communicator of ", sizes_.size(), " ranks");
+  return sizes_[peer];
+}
+
+void Window::check_offset(size_t offset, size_t limit) const {
   ensure_valid();
-  NCCL_CORE_REQUIRE(offset < size_, "window offset ", offset, " is outside the window of ",
-                    size_, " bytes");
+  NCCL_CORE_REQUIRE(offset < limit, "window offset ", offset, " is outside the window of ",
+                    limit, " bytes", limit < size_ ? " (the peer registered less than this rank)"
+                                                   : "");
 }
 
 void* Window::lsa_pointer(int lsa_rank, size_t offset) const {
-  check_offset(offset);
   NCCL_CORE_REQUIRE(lsa_rank >= 0 && lsa_rank < lsa_size_, "lsa_rank ", lsa_rank,
                     " is outside the LSA team of ", lsa_size_, " ranks");
+  // The LSA team is a contiguous block of world ranks around this one.
+  int world = world_rank_ + (lsa_rank - lsa_rank_);
+  check_offset(offset, world >= 0 && static_cast<size_t>(world) < sizes_.size() ? sizes_[world]
+                                                                                : min_size_);
   if (newer::has_host_pointer_queries()) {
     auto fn = api::require<newer::GetLsaDevicePointerFn>(
         "ncclGetLsaDevicePointer", "get_lsa_device_pointer", newer::kHostPointersVersion);
@@ -176,14 +210,14 @@ std::optional<void*> Window::peer_pointer(int peer, size_t offset) const {
   // The LSA team is a contiguous block of world ranks around this one.
   int index = lsa_rank_ + (peer - world_rank_);
   if (index < 0 || index >= lsa_size_) {
-    check_offset(offset);
+    check_offset(offset, sizes_[peer]);
     return std::nullopt;
   }
   return lsa_pointer(index, offset);
 }
 
 std::optional<void*> Window::lsa_multimem_pointer(size_t offset) const {
-  check_offset(offset);
+  check_offset(offset, min_size_);
   void* sym = api::find_symbol("ncclGetLsaMultimemDevicePointer");
   if (sym == nullptr) {
     // NCCL 2.28 keeps the multicast handle in the device communicator only;

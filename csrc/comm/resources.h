@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 namespace nccl_core {
 
@@ -42,6 +43,9 @@ class Resource {
   virtual void release(Communicator& comm) = 0;
   // Drops memory kept alive for NCCL.
   virtual void drop_memory() {}
+  // Whether kernels queued on any stream may still use memory this resource
+  // maps or keeps alive: close() then waits for the device first.
+  virtual bool needs_quiet() const { return false; }
 
  private:
   friend class Communicator;
@@ -68,6 +72,7 @@ class RegisteredBuffer final : public Resource {
                    void* handle, c10::Storage keep);
   void release(Communicator& comm) override;
   void drop_memory() override { keep_ = c10::Storage(); }
+  bool needs_quiet() const override { return true; }
 
   void* ptr_;
   size_t size_;
@@ -79,10 +84,19 @@ class RegisteredBuffer final : public Resource {
 class Window final : public Resource {
  public:
   // Collective.  Returns nullptr where NCCL cannot register windows here.
+  // Every rank's size is exchanged first (one all-gather), unless the caller
+  // already did and passes them as `sizes`.
   static std::shared_ptr<Window> create(const std::shared_ptr<Communicator>& comm, void* ptr,
-                                        size_t size, int flags, c10::Storage keep);
+                                        size_t size, int flags, c10::Storage keep,
+                                        std::vector<size_t> sizes = {});
   ncclWindow_t handle() const;
+  // This rank's window, in bytes.
   size_t size() const { return size_; }
+  // `peer`'s window, in bytes (every rank's size is exchanged at
+  // registration: a peer may register less than this rank).
+  size_t peer_size(int peer) const;
+  // The smallest window of any rank (what reads of every rank's copy fit).
+  size_t min_size() const { return min_size_; }
   int flags() const { return flags_; }
   void* user_ptr() const;
   // Device address of `lsa_rank`'s copy of this window (+offset).
@@ -97,10 +111,12 @@ class Window final : public Resource {
 
  private:
   Window(std::shared_ptr<Communicator> comm, void* ptr, size_t size, int flags,
-         ncclWindow_t win, c10::Storage keep);
+         ncclWindow_t win, c10::Storage keep, std::vector<size_t> sizes);
   void release(Communicator& comm) override;
   void drop_memory() override { keep_ = c10::Storage(); }
-  void check_offset(size_t offset) const;
+  bool needs_quiet() const override { return true; }
+  // `offset` lies inside a window of `limit` bytes (a peer's size).
+  void check_offset(size_t offset, size_t limit) const;
   void learn_layout(ncclComm_t comm);
 
   void* ptr_;
@@ -108,6 +124,8 @@ class Window final : public Resource {
   int flags_;
   ncclWindow_t win_;
   c10::Storage keep_;
+  std::vector<size_t> sizes_;  // every rank's size, by rank
+  size_t min_size_ = 0;
   int lsa_size_ = 1;
   int lsa_rank_ = 0;
   int world_rank_ = 0;

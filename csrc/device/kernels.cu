@@ -14,6 +14,7 @@
 #include "device/layouts.h"
 #include "util/reduce.cuh"
 #include "nccl/api.h"
+#include "util/checked.h"
 
 namespace nccl_core {
 
@@ -152,9 +153,11 @@ int prepare(const DevComm& dc, const Window& win, size_t offset, size_t bytes, s
                     "load/store; the LSA team has ", comm.lsaSize, " of ", comm.nRanks, " ranks");
   NCCL_CORE_REQUIRE(comm.lsaSize <= kMaxPeers, what, " supports up to ", kMaxPeers,
                     " ranks, got ", comm.lsaSize);
-  NCCL_CORE_REQUIRE(offset <= win.size() && bytes <= win.size() - offset, what, ": ", bytes,
-                    " bytes at offset ", offset, " do not fit in the window of ", win.size(),
-                    " bytes");
+  // Every rank's copy is read: the smallest window bounds the access.
+  NCCL_CORE_REQUIRE(offset <= win.min_size() && bytes <= win.min_size() - offset, what, ": ",
+                    bytes, " bytes at offset ", offset, " do not fit in the window of ",
+                    win.min_size(), " bytes",
+                    win.min_size() < win.size() ? " (the smallest rank's)" : "");
   int barriers = dc.requirements().lsa_barrier_count;
   NCCL_CORE_REQUIRE(barriers >= 1, what, " needs a device communicator with "
                     "lsa_barrier_count >= 1 (one barrier per thread block)");
@@ -195,7 +198,8 @@ void all_reduce(const DevComm& dc, const Window& win, size_t offset, const void*
                 : type == ncclFloat16 || type == ncclBfloat16                   ? 2
                 : type == ncclInt8 || type == ncclUint8                         ? 1
                                                                                 : 4;
-  int blocks = prepare(dc, win, offset, count * elem, count, "device all_reduce");
+  int blocks = prepare(dc, win, offset, checked::bytes(count, elem, "device all_reduce bytes"),
+                       count, "device all_reduce");
   if (count == 0) {
     return;
   }

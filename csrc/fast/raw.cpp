@@ -10,6 +10,7 @@
 #include "fast/engine.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "util/checked.h"
 #include "util/host_profile.h"
 
 namespace nccl_core::fast {
@@ -102,7 +103,7 @@ bool run(Communicator& c, RawPath& path, const ops::Buffer& send, void* out, ncc
 }
 
 bool eligible(Communicator& c, const ops::Buffer& send) {
-  return max_bytes() != 0 && send.count * types::element_size(send.type) <= max_bytes() &&
+  return max_bytes() != 0 && checked::bytes(send.count, types::element_size(send.type), "sendbuf bytes") <= max_bytes() &&
          c.is_live();
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "nccl/api.h"
+#include "util/checked.h"
 
 namespace nccl_core::memory {
 
@@ -132,18 +133,22 @@ size_t live_bytes() {
 
 at::Tensor empty(at::IntArrayRef sizes, at::ScalarType dtype, int device, bool fortran) {
   std::vector<int64_t> strides(sizes.size());
-  int64_t numel = 1;
+  // Sizes are user numbers: the element count, the strides and the bytes
+  // must not wrap (a wrapped size would allocate too little).
+  size_t numel = 1;
   for (int64_t s : sizes) {
     NCCL_CORE_REQUIRE(s >= 0, "empty: negative dimension ", s);
-    numel *= s;
+    numel = checked::mul(numel, static_cast<size_t>(s), "empty: the element count");
   }
-  int64_t step = 1;
+  size_t step = 1;
   for (size_t k = 0; k < sizes.size(); ++k) {
     size_t i = fortran ? k : sizes.size() - 1 - k; // innermost first
-    strides[i] = step;
-    step *= std::max<int64_t>(sizes[i], 1);
+    strides[i] = checked::narrow<int64_t>(step, "empty: a stride");
+    step = checked::mul(step, static_cast<size_t>(std::max<int64_t>(sizes[i], 1)),
+                        "empty: a stride");
   }
-  size_t bytes = static_cast<size_t>(numel) * c10::elementSize(dtype);
+  checked::narrow<int64_t>(numel, "empty: the element count");
+  size_t bytes = checked::bytes(numel, c10::elementSize(dtype), "empty: the size in bytes");
   void* ptr = allocate(bytes, device);
   auto options = at::TensorOptions()
                      .dtype(dtype)

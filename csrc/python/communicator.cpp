@@ -16,6 +16,7 @@
 #include "python/bind.h"
 #include "python/convert.h"
 #include "rma/signals.h"
+#include "util/checked.h"
 
 namespace py = pybind11;
 
@@ -98,6 +99,10 @@ void bind_communicator(py::module_& m) {
                                   " is outside the communicator of ", c->nranks(), " ranks");
                 NCCL_CORE_REQUIRE(v != c->rank(), "exclude_ranks contains this rank (", v,
                                   "); excluded ranks must not call shrink");
+                for (int e : exclude) {
+                  NCCL_CORE_REQUIRE(e != v, "exclude_ranks lists rank ", v,
+                                    " twice; each excluded rank must appear once");
+                }
                 exclude.push_back(static_cast<int>(v));
               }
             }
@@ -127,11 +132,13 @@ void bind_communicator(py::module_& m) {
       .def(
           "register_buffer",
           [](const CommPtr& c, py::handle buffer) {
+            Communicator::Use use(*c);
             at::Tensor t = as_tensor(buffer, "buffer");
-            auto b = ops::resolve_tensor(t, "buffer");
+            // A byte range: any dense layout.
+            auto b = ops::resolve_tensor(t, "buffer", ops::Layout::Dense);
             NCCL_CORE_REQUIRE(b.device == c->device(), "buffer is on device ", b.device,
                               ", but communicator is on device ", c->device());
-            size_t bytes = b.count * types::element_size(b.type);
+            size_t bytes = checked::bytes(b.count, types::element_size(b.type), "buffer bytes");
             py::gil_scoped_release release;
             return RegisteredBuffer::create(c, b.ptr, bytes, storage_of(t));
           },
@@ -139,8 +146,9 @@ void bind_communicator(py::module_& m) {
       .def(
           "register_window",
           [](const CommPtr& c, py::handle buffer, py::handle flags) {
+            Communicator::Use use(*c);
             at::Tensor t = as_tensor(buffer, "buffer");
-            auto b = ops::resolve_tensor(t, "buffer");
+            auto b = ops::resolve_tensor(t, "buffer", ops::Layout::Dense);
             NCCL_CORE_REQUIRE(b.device == c->device(), "buffer is on device ", b.device,
                               ", but communicator is on device ", c->device());
             long long f = flags.is_none() ? 0 : as_int(flags, "flags");
@@ -150,7 +158,7 @@ void bind_communicator(py::module_& m) {
                               "allocated through ncclMemAlloc or cuMem. Allocate it with "
                               "nccl_core_backend.torch.empty or a MemPool on the group's "
                               "mem_allocator");
-            size_t bytes = b.count * types::element_size(b.type);
+            size_t bytes = checked::bytes(b.count, types::element_size(b.type), "buffer bytes");
             std::shared_ptr<Window> w;
             {
               py::gil_scoped_release release;
@@ -164,6 +172,7 @@ void bind_communicator(py::module_& m) {
       .def(
           "create_pre_mul_sum",
           [](const CommPtr& c, py::handle scalar, py::handle datatype, py::handle residence) {
+            Communicator::Use use(*c);
             auto make = py::module_::import("nccl_core_backend._scalars").attr("premul_scalar");
             py::object t = make(scalar, datatype, residence, c->device());
             at::Tensor s = THPVariable_Unpack(t.ptr());
@@ -180,7 +189,7 @@ void bind_communicator(py::module_& m) {
   m.def(
       "get_error_string",
       [](py::handle result) {
-        long long r = as_int(result, "nccl_result");
+        int r = checked::narrow<int>(as_int(result, "nccl_result"), "nccl_result");
         return std::string(ncclGetErrorString(static_cast<ncclResult_t>(r)));
       },
       arg("nccl_result"), "Human-readable string of an NCCL result code.");

@@ -11,6 +11,7 @@
 #include "comm/resources.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "python/cai.h"
 
 namespace nccl_core::python {
 
@@ -25,14 +26,30 @@ at::Tensor as_tensor(py::handle obj, const char* name) {
     throw NcclInvalid(std::string(name) + " must be a torch.Tensor or support DLPack / the CUDA "
                       "Array Interface, got " + std::string(py::str(py::type::of(obj).attr("__name__"))));
   }
-  auto torch = py::module_::import("torch");
-  py::object t = dlpack ? torch.attr("from_dlpack")(obj)
-                        : torch.attr("as_tensor")(obj, py::arg("device") = "cuda");
+  if (!dlpack) {
+    // Zero-copy: torch.as_tensor would copy memory of another device.
+    return from_cuda_array_interface(obj, name);
+  }
+  py::object t;
+  try {
+    t = py::module_::import("torch").attr("from_dlpack")(obj);  // always a view
+  } catch (py::error_already_set& e) {
+    // A shape whose element count wraps, a CPU array, ...: named, as NcclInvalid.
+    throw NcclInvalid(std::string(name) + " cannot be viewed through DLPack: " +
+                      std::string(py::str(e.type().attr("__name__"))) + ": " +
+                      std::string(py::str(e.value())));
+  }
   return THPVariable_Unpack(t.ptr());
 }
 
-ops::Buffer as_buffer(py::handle obj, const char* name) {
-  return ops::resolve_tensor(as_tensor(obj, name), name);
+ops::Buffer as_buffer(py::handle obj, const char* name, ops::Layout layout) {
+  at::Tensor t = as_tensor(obj, name);
+  ops::Buffer b = ops::resolve_tensor(t, name, layout);
+  if (ops::group_depth() > 0) {
+    // NCCL reads and writes it at group_end: it must outlive the Python object.
+    ops::keep_for_group(std::move(t));
+  }
+  return b;
 }
 
 std::optional<ops::Buffer> as_optional_buffer(py::handle obj, const char* name) {
@@ -63,7 +80,13 @@ cudaStream_t as_stream(py::handle obj, int device) {
     throw py::type_error("stream must not be a bool");
   }
   if (PyLong_Check(obj.ptr())) {
-    return reinterpret_cast<cudaStream_t>(obj.cast<uintptr_t>());
+    unsigned long long handle = PyLong_AsUnsignedLongLong(obj.ptr());
+    if (handle == static_cast<unsigned long long>(-1) && PyErr_Occurred() != nullptr) {
+      PyErr_Clear();  // negative or past 64 bits: not a handle
+      throw NcclInvalid("stream handle " + std::string(py::str(obj)) +
+                        " is not a CUDA stream handle (0 .. 2**64 - 1)");
+    }
+    return reinterpret_cast<cudaStream_t>(static_cast<uintptr_t>(handle));
   }
   if (py::hasattr(obj, "cuda_stream")) { // torch.cuda.Stream / ExternalStream
     return reinterpret_cast<cudaStream_t>(obj.attr("cuda_stream").cast<uintptr_t>());
@@ -80,12 +103,16 @@ cudaStream_t as_stream(py::handle obj, int device) {
                        std::string(py::str(py::type::of(obj).attr("__name__"))));
 }
 
-ncclRedOp_t as_red_op(py::handle obj, const Communicator& comm, ncclDataType_t type) {
+ncclRedOp_t as_red_op(py::handle obj, const Communicator& comm, const ops::Buffer& buf) {
+  return ops::for_buffer(red_op_for_type(obj, comm, buf.type), buf);
+}
+
+ncclRedOp_t red_op_for_type(py::handle obj, const Communicator& comm, ncclDataType_t type) {
   // NcclRedOp members (an IntEnum) and ints first: the common case, and the
   // cheapest test (the class checks below look types up in pybind's registry).
   if (PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr())) {
-    long v = obj.cast<long>();
-    NCCL_CORE_REQUIRE(v >= 0 && v < static_cast<long>(ncclNumOps),
+    long long v = as_int(obj, "op");  // 64-bit range first: 2**32 is not SUM
+    NCCL_CORE_REQUIRE(v >= 0 && v < static_cast<long long>(ncclNumOps),
                       "Invalid reduction operator: ", v);
     return static_cast<ncclRedOp_t>(v);
   }
@@ -117,7 +144,8 @@ ncclRedOp_t as_red_op(py::handle obj, const Communicator& comm, ncclDataType_t t
     }
   }
   if (py::isinstance<c10d::ReduceOp::RedOpType>(obj)) {
-    return as_red_op(py::cast(c10d::ReduceOp(obj.cast<c10d::ReduceOp::RedOpType>())), comm, type);
+    return red_op_for_type(py::cast(c10d::ReduceOp(obj.cast<c10d::ReduceOp::RedOpType>())), comm,
+                           type);
   }
   throw NcclInvalid("op must be an NcclRedOp, a CustomRedOp or a torch.distributed.ReduceOp");
 }
@@ -126,7 +154,11 @@ long long as_int(py::handle obj, const char* name) {
   NCCL_CORE_REQUIRE(PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr()), name,
                     " must be an int, got ",
                     std::string(py::str(py::type::of(obj).attr("__name__"))));
-  return obj.cast<long long>();
+  int overflow = 0;
+  long long v = PyLong_AsLongLongAndOverflow(obj.ptr(), &overflow);
+  NCCL_CORE_REQUIRE(overflow == 0, name, " ", std::string(py::str(obj)),
+                    " does not fit a 64-bit int");
+  return v;
 }
 
 int as_rank(py::handle obj, const char* name) {
@@ -141,9 +173,10 @@ int as_root(py::handle obj) {
     return -1;
   }
   NCCL_CORE_REQUIRE(PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr()), "root must be an int");
-  int root = obj.cast<int>();
+  // Range-checked in 64 bits first: 2**32 must not become root 0.
+  long long root = as_int(obj, "root");
   NCCL_CORE_REQUIRE(root >= 0, "root ", root, " must be >= 0");
-  return root;
+  return as_rank(obj, "root");
 }
 
 } // namespace nccl_core::python

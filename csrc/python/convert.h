@@ -23,8 +23,11 @@ namespace py = pybind11;
 // A torch.Tensor as is; anything with __dlpack__ or
 // __cuda_array_interface__ (CuPy, Numba, cuda.core) viewed as one.
 at::Tensor as_tensor(py::handle obj, const char* name);
-// as_tensor + ops::resolve_tensor.
-ops::Buffer as_buffer(py::handle obj, const char* name);
+// as_tensor + ops::resolve_tensor (C-contiguous unless `layout` says
+// otherwise).  Inside a group (group_start) the tensor is kept until
+// group_end, when NCCL uses it.
+ops::Buffer as_buffer(py::handle obj, const char* name,
+                      ops::Layout layout = ops::Layout::Contiguous);
 // None -> nullopt (for buffers that only the root needs).
 std::optional<ops::Buffer> as_optional_buffer(py::handle obj, const char* name);
 
@@ -33,8 +36,11 @@ std::optional<ops::Buffer> as_optional_buffer(py::handle obj, const char* name);
 cudaStream_t as_stream(py::handle obj, int device);
 
 // NcclRedOp / int / torch.distributed.ReduceOp (SUM, PRODUCT, MIN, MAX, AVG)
-// or a CustomRedOp of this communicator made for `type`.
-ncclRedOp_t as_red_op(py::handle obj, const Communicator& comm, ncclDataType_t type);
+// or a CustomRedOp of this communicator made for `buf`'s type; for a bool
+// buffer, the logical op (ops::for_buffer).
+ncclRedOp_t as_red_op(py::handle obj, const Communicator& comm, const ops::Buffer& buf);
+// The same op for an NCCL type, without the bool rule.
+ncclRedOp_t red_op_for_type(py::handle obj, const Communicator& comm, ncclDataType_t type);
 
 // An int (IntEnum members included, bool refused); NcclInvalid naming `name`.
 long long as_int(py::handle obj, const char* name);

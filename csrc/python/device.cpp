@@ -14,6 +14,7 @@
 #include "nccl/types.h"
 #include "python/bind.h"
 #include "python/convert.h"
+#include "util/checked.h"
 #include "util/concat.h"
 
 namespace py = pybind11;
@@ -36,6 +37,17 @@ std::string repr(const Req& r) {
                 ", gin_connection_type=", r.gin_connection_type, ", gin_exclusive_contexts=",
                 r.gin_exclusive_contexts ? "True" : "False", ", gin_queue_depth=",
                 r.gin_queue_depth, ")");
+}
+
+// An NcclGinConnectionType, range-checked as a 64-bit int before it is
+// narrowed (2**32 must not become 0).
+int connection_type(py::handle v) {
+  long long t = as_int(v, "gin_connection_type");
+  NCCL_CORE_REQUIRE(t >= 0 && t <= 2,
+                    "NCCLDevCommRequirements.gin_connection_type must be an "
+                    "NcclGinConnectionType (0, 1 or 2), got ",
+                    t);
+  return static_cast<int>(t);
 }
 
 py::object gin_enum(int value) {
@@ -70,8 +82,7 @@ void bind_device(py::module_& m) {
              r.gin_context_count = gin_context_count;
              r.gin_signal_count = gin_signal_count;
              r.gin_counter_count = gin_counter_count;
-             r.gin_connection_type = static_cast<int>(as_int(gin_connection_type,
-                                                             "gin_connection_type"));
+             r.gin_connection_type = connection_type(gin_connection_type);
              r.gin_exclusive_contexts = gin_exclusive_contexts;
              r.gin_queue_depth = gin_queue_depth;
              r.validate();
@@ -101,7 +112,7 @@ void bind_device(py::module_& m) {
                 .attr("NcclGinConnectionType")(r.gin_connection_type);
           },
           [](Req& r, py::handle v) {
-            r.gin_connection_type = static_cast<int>(as_int(v, "gin_connection_type"));
+            r.gin_connection_type = connection_type(v);
           })
       .def_readwrite("gin_exclusive_contexts", &Req::gin_exclusive_contexts)
       .def_readwrite("gin_queue_depth", &Req::gin_queue_depth)
@@ -130,6 +141,7 @@ void bind_device(py::module_& m) {
          "create_dev_comm",
          [](const std::shared_ptr<Communicator>& c, std::optional<Req> req) {
            Req r = req.value_or(Req{});
+           Communicator::Use use(*c);
            py::gil_scoped_release release;
            return DevComm::create(c, r);
          },
@@ -149,12 +161,12 @@ void bind_device(py::module_& m) {
          py::handle stream) {
         auto o = as_buffer(out, "out");
         check_out(o, dc);
-        NCCL_CORE_REQUIRE(offset >= 0, "offset ", offset, " must be >= 0");
-        size_t elem = types::element_size(o.type);
+        Communicator::Use use(*dc.owner());
+        // Elements of out's dtype; in bytes it must not wrap.
+        size_t at = checked::offset_bytes(offset, types::element_size(o.type), "offset");
         auto st = as_stream(stream, o.device);
         py::gil_scoped_release release;
-        device::all_reduce(dc, win, static_cast<size_t>(offset) * elem, nullptr, o.ptr, o.count,
-                           o.type, op, st);
+        device::all_reduce(dc, win, at, nullptr, o.ptr, o.count, o.type, op, st);
       },
       py::arg("dev_comm"), py::arg("window"), py::arg("out"), py::arg("offset"), py::arg("op"),
       py::arg("stream"));
@@ -164,15 +176,16 @@ void bind_device(py::module_& m) {
          py::handle stream) {
         auto o = as_buffer(out, "out");
         check_out(o, dc);
-        NCCL_CORE_REQUIRE(offset >= 0, "offset ", offset, " must be >= 0");
-        int n = dc.owner()->nranks();
+        Communicator::Use use(*dc.owner());
+        size_t elem = types::element_size(o.type);
+        size_t at = checked::offset_bytes(offset, elem, "offset");
+        size_t n = static_cast<size_t>(dc.owner()->nranks());
         NCCL_CORE_REQUIRE(o.count % n == 0, "out has ", o.count,
                           " elements, not a multiple of the ", n, " ranks");
-        size_t elem = types::element_size(o.type);
+        size_t block = checked::bytes(o.count / n, elem, "out block bytes");
         auto st = as_stream(stream, o.device);
         py::gil_scoped_release release;
-        device::all_gather(dc, win, static_cast<size_t>(offset) * elem, o.ptr,
-                           o.count / n * elem, st);
+        device::all_gather(dc, win, at, o.ptr, block, st);
       },
       py::arg("dev_comm"), py::arg("window"), py::arg("out"), py::arg("offset"),
       py::arg("stream"));

@@ -24,7 +24,8 @@ void bind_memory(py::module_& m) {
   m.def(
       "_resolve_tensor",
       [](py::handle t) {
-        auto b = ops::resolve_tensor(as_tensor(t, "tensor"), "tensor");
+        // A query: any dense layout answers with its one block of memory.
+        auto b = ops::resolve_tensor(as_tensor(t, "tensor"), "tensor", ops::Layout::Dense);
         return py::make_tuple(reinterpret_cast<uintptr_t>(b.ptr), b.count,
                               static_cast<int>(b.type), b.device);
       },

@@ -62,9 +62,10 @@ void scale_output(const Communicator& c, py::handle recvbuf, size_t count,
 void all_reduce(Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle op,
                 py::handle stream) {
   host_profile::Timer prof;
+  Communicator::Use in_use(c);  // finalize/destroy on another thread waits for the call
   auto s = as_buffer(sendbuf, "sendbuf");
   auto r = as_buffer(recvbuf, "recvbuf");
-  auto o = as_red_op(op, c, s.type);
+  auto o = as_red_op(op, c, s);
   auto st = as_stream(stream, c.device());
   auto factor = premul_alone(c, op);
   ncclRedOp_t use = factor ? ncclSum : o;
@@ -89,6 +90,7 @@ using WithPeer = void (*)(Communicator&, const ops::Buffer&, int, cudaStream_t);
 template <FromRoot Op>
 void from_root(Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle root,
                py::handle stream) {
+  Communicator::Use use(c);
   int rt = as_rank(root, "root");
   auto s = on_root(c, rt, sendbuf, "sendbuf");
   auto r = as_buffer(recvbuf, "recvbuf");
@@ -100,6 +102,7 @@ void from_root(Communicator& c, py::handle sendbuf, py::handle recvbuf, py::hand
 template <WithPeer Op>
 void with_peer(Communicator& c, py::handle buffer, const char* name, py::handle peer,
                py::handle stream) {
+  Communicator::Use use(c);
   int p = as_rank(peer, "peer");
   auto b = as_buffer(buffer, name);
   auto st = as_stream(stream, c.device());
@@ -120,10 +123,11 @@ void bind_raw_ops(py::module_& m) {
       cls, "reduce", "sendbuf, recvbuf, op, root=None, *, stream=None",
       [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle op,
          py::handle root, py::handle stream) {
+        Communicator::Use use(c);
         int rt = as_root(root);
         auto s = as_buffer(sendbuf, "sendbuf");
         auto r = on_root(c, rt, recvbuf, "recvbuf");
-        auto o = as_red_op(op, c, s.type);
+        auto o = as_red_op(op, c, s);
         auto st = as_stream(stream, c.device());
         auto factor = premul_alone(c, op);
         without_gil([&] { ops::reduce(c, s, r, factor ? ncclSum : o, rt, st); });
@@ -140,6 +144,7 @@ void bind_raw_ops(py::module_& m) {
   fastcall::def(
       cls, "allgather", "sendbuf, recvbuf, *, stream=None",
       [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle stream) {
+        Communicator::Use use(c);
         auto s = as_buffer(sendbuf, "sendbuf");
         auto r = as_buffer(recvbuf, "recvbuf");
         auto st = as_stream(stream, c.device());
@@ -150,6 +155,7 @@ void bind_raw_ops(py::module_& m) {
       cls, "gather", "sendbuf, recvbuf, root=None, *, stream=None",
       [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle root,
          py::handle stream) {
+        Communicator::Use use(c);
         int rt = as_root(root);
         auto s = as_buffer(sendbuf, "sendbuf");
         auto r = on_root(c, rt, recvbuf, "recvbuf");
@@ -161,9 +167,10 @@ void bind_raw_ops(py::module_& m) {
       cls, "reduce_scatter", "sendbuf, recvbuf, op, *, stream=None",
       [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle op,
          py::handle stream) {
+        Communicator::Use use(c);
         auto s = as_buffer(sendbuf, "sendbuf");
         auto r = as_buffer(recvbuf, "recvbuf");
-        auto o = as_red_op(op, c, s.type);
+        auto o = as_red_op(op, c, s);
         auto st = as_stream(stream, c.device());
         auto factor = premul_alone(c, op);
         without_gil([&] { ops::reduce_scatter(c, s, r, factor ? ncclSum : o, st); });
@@ -175,6 +182,7 @@ void bind_raw_ops(py::module_& m) {
   fastcall::def(
       cls, "alltoall", "sendbuf, recvbuf, *, stream=None",
       [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle stream) {
+        Communicator::Use use(c);
         auto s = as_buffer(sendbuf, "sendbuf");
         auto r = as_buffer(recvbuf, "recvbuf");
         auto st = as_stream(stream, c.device());

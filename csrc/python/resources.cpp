@@ -39,7 +39,10 @@ void bind_resources(py::module_& m) {
       .def_property_readonly("is_valid", &Resource::is_valid,
                              "Whether the resource is still valid (not closed).")
       .def("__enter__", [](py::object self) { return self; })
-      .def("__exit__", [](Resource& r, py::args) { r.close(); });
+      .def("__exit__", [](Resource& r, py::args) {
+        py::gil_scoped_release release;  // close may wait for the device
+        r.close();
+      });
 
   py::class_<RegisteredBuffer, Resource, std::shared_ptr<RegisteredBuffer>>(
       m, "RegisteredBufferHandle",

@@ -11,6 +11,7 @@
 #include "python/convert.h"
 #include "python/fastcall.h"
 #include "rma/signals.h"
+#include "util/checked.h"
 
 namespace py = pybind11;
 
@@ -48,6 +49,7 @@ void bind_rma(py::module_& m) {
       [](Communicator& c, py::handle local_buffer, py::handle peer, py::handle peer_window,
          py::handle peer_window_offset, py::handle signal_index, py::handle context,
          py::handle flags, py::handle stream) {
+        Communicator::Use use(c);  // finalize/destroy on another thread waits for the call
         int p = as_rank(peer, "peer");
         require_zero(signal_index, "signal_index");
         require_zero(context, "context");
@@ -57,9 +59,10 @@ void bind_rma(py::module_& m) {
         const Window& w = peer_window.cast<const Window&>();
         auto src = as_buffer(local_buffer, "local_buffer");
         long long off = as_int(peer_window_offset, "peer_window_offset");
-        NCCL_CORE_REQUIRE(off >= 0, "peer_window_offset ", off, " must be >= 0");
-        // The offset counts elements of the local buffer's dtype.
-        size_t bytes = static_cast<size_t>(off) * types::element_size(src.type);
+        // The offset counts elements of the local buffer's dtype; in bytes it
+        // must not wrap (1 << 62 elements of 4 bytes would be 0).
+        size_t bytes = checked::offset_bytes(off, types::element_size(src.type),
+                                             "peer_window_offset");
         auto st = as_stream(stream, c.device());
         py::gil_scoped_release release;
         rma::put_signal(c, src, p, w, bytes, st);
@@ -70,6 +73,7 @@ void bind_rma(py::module_& m) {
       cls, "signal", "peer, signal_index=0, context=0, flags=0, *, stream=None",
       [](Communicator& c, py::handle peer, py::handle signal_index, py::handle context,
          py::handle flags, py::handle stream) {
+        Communicator::Use use(c);  // finalize/destroy on another thread waits for the call
         int p = as_rank(peer, "peer");
         require_zero(signal_index, "signal_index");
         require_zero(context, "context");
@@ -82,6 +86,7 @@ void bind_rma(py::module_& m) {
   fastcall::def(
       cls, "wait_signal", "descs, *, stream=None",
       [](Communicator& c, py::handle descs, py::handle stream) {
+        Communicator::Use use(c);
         std::vector<rma::WaitDesc> list;
         if (py::hasattr(descs, "peer")) {
           list.push_back(as_wait_desc(descs));

@@ -8,6 +8,7 @@
 #include "nccl/newer.h"
 #include "nccl/types.h"
 #include "rma/kernels.h"
+#include "util/checked.h"
 
 namespace nccl_core::rma {
 
@@ -133,10 +134,13 @@ void put_signal(Communicator& comm, const ops::Buffer& src, int peer, const Wind
   ncclWindow_t win = window.handle(); // raises if closed
   NCCL_CORE_REQUIRE(window.owner().get() == &comm,
                     "peer_window was registered on another communicator");
-  size_t bytes = src.count * types::element_size(src.type);
-  NCCL_CORE_REQUIRE(offset <= window.size() && bytes <= window.size() - offset,
-                    "put_signal of ", bytes, " bytes at byte offset ", offset,
-                    " does not fit the window of ", window.size(), " bytes");
+  size_t bytes = checked::bytes(src.count, types::element_size(src.type), "local_buffer bytes");
+  // The store lands in the peer's copy, whose size (exchanged at
+  // registration) may differ from this rank's.
+  size_t theirs = window.peer_size(peer);
+  NCCL_CORE_REQUIRE(offset <= theirs && bytes <= theirs - offset, "put_signal of ", bytes,
+                    " bytes at byte offset ", offset, " does not fit rank ", peer,
+                    "'s window of ", theirs, " bytes");
   auto area = area_of(comm);
   auto dst = window.peer_pointer(peer, 0);
   if (!dst) {

@@ -63,6 +63,7 @@ class SignalArea final : public Resource {
   SignalArea(std::shared_ptr<Communicator> comm, std::shared_ptr<Window> window,
              at::Tensor counters, at::Tensor tickets);
   void release(Communicator& comm) override;
+  bool needs_quiet() const override { return true; }
 
   std::shared_ptr<Window> window_;
   at::Tensor counters_; // nranks uint64 in NCCL memory, registered as window_

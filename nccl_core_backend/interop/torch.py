@@ -33,6 +33,10 @@ def _shape(size) -> list[int]:
     for s in size:
         if isinstance(s, bool) or not isinstance(s, int):
             raise NcclInvalid(f"size must be integers, got {s!r}")
+        if s < 0:
+            raise NcclInvalid(f"empty: negative dimension {s}")
+        if s >= 1 << 63:
+            raise NcclInvalid(f"empty: dimension {s} does not fit a 64-bit int")
         shape.append(int(s))
     return shape
 

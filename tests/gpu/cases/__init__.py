@@ -16,4 +16,5 @@ from tests.gpu.cases import (  # noqa: F401
     fast,
     symmetric,
     push,
+    bad_input,
 )
