@@ -44,6 +44,19 @@ const char* type_name() {
   }
 }
 
+// a < b across signedness (std::cmp_less, which C++17 lacks: torch 2.11
+// builds extensions as C++17).
+template <class A, class B>
+constexpr bool less(A a, B b) {
+  if constexpr (std::is_signed_v<A> == std::is_signed_v<B>) {
+    return a < b;
+  } else if constexpr (std::is_signed_v<A>) {
+    return a < 0 || static_cast<std::make_unsigned_t<A>>(a) < b;
+  } else {
+    return b >= 0 && a < static_cast<std::make_unsigned_t<B>>(b);
+  }
+}
+
 template <Raise R>
 [[noreturn]] void refuse(const std::string& message) {
   R(message);
@@ -98,8 +111,8 @@ inline int64_t mul_signed(int64_t a, int64_t b, const char* what) {
 template <class To, Raise R = raise_invalid, class From>
 inline To narrow(From v, const char* what) {
   static_assert(std::is_integral_v<To> && std::is_integral_v<From>);
-  if (std::cmp_less(v, std::numeric_limits<To>::min()) ||
-      std::cmp_greater(v, std::numeric_limits<To>::max())) [[unlikely]] {
+  if (detail::less(v, std::numeric_limits<To>::min()) ||
+      detail::less(std::numeric_limits<To>::max(), v)) [[unlikely]] {
     detail::refuse<R>(concat(what, " ", v, " does not fit ", detail::type_name<To>(), " (",
                              std::numeric_limits<To>::min(), " to ",
                              std::numeric_limits<To>::max(), ")"));
