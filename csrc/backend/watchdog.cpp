@@ -16,6 +16,11 @@
 
 namespace nccl_core {
 
+namespace {
+// Policy 1: how long the abort may take before the process ends anyway.
+constexpr std::chrono::seconds kTearDownAbortLimit{3};
+}  // namespace
+
 Watchdog::Watchdog(std::chrono::milliseconds interval, ErrorPolicy policy, Hooks hooks,
                    std::chrono::milliseconds heartbeat, const std::string& label)
     : interval_(interval), policy_(policy), hooks_(std::move(hooks)) {
@@ -212,12 +217,28 @@ void Watchdog::handle(const std::string& msg, bool explain, uint64_t at,
   if (policy_.mode == ErrorPolicy::kSkipCleanUp) {
     tear_down(report);  // nothing aborted: the process ends with its context
   }
+  if (policy_.mode == ErrorPolicy::kTearDown) {
+    // Abort, then end the process; but never wait on the abort for long: it
+    // may wait for the device (NCCL frees memory), which a kernel that is not
+    // NCCL's can hold for ever.
+    auto aborted = std::make_shared<std::atomic<bool>>(false);
+    std::thread([this, report, comm, aborted] {
+      fail_all(report, true);
+      if (comm) {
+        comm->abort();
+      }
+      aborted->store(true);
+    }).detach();
+    auto deadline = std::chrono::steady_clock::now() + kTearDownAbortLimit;
+    while (!aborted->load() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    tear_down(report);
+  }
+  // Policies 0 and 2: the program sees the error.
   fail_all(report, policy_.aborts());
   if (policy_.aborts() && comm) {
     comm->abort();
-  }
-  if (policy_.tears_down()) {
-    tear_down(report);
   }
 }
 
