@@ -81,6 +81,10 @@ class Window final : public Resource {
   // Collective.  Returns nullptr where NCCL cannot register windows here.
   static std::shared_ptr<Window> create(const std::shared_ptr<Communicator>& comm, void* ptr,
                                         size_t size, int flags, c10::Storage keep);
+  // NcclInvalid for unknown WindowFlag bits, NcclUnsupported for a flag the
+  // loaded NCCL does not know (it would ignore it).  `create` checks too;
+  // callers check first when something collective precedes `create`.
+  static void check_flags(long long flags);
   ncclWindow_t handle() const;
   size_t size() const { return size_; }
   int flags() const { return flags_; }

@@ -7,6 +7,7 @@
 #include "comm/communicator.h"
 #include "device/layouts.h"
 #include "nccl/api.h"
+#include "nccl/features.h"
 #include "nccl/newer.h"
 
 namespace nccl_core {
@@ -15,9 +16,6 @@ namespace {
 
 using namespace layout;
 
-constexpr int k2_29_2 = api::version_code(2, 29, 2);
-constexpr int k2_29_7 = api::version_code(2, 29, 7);
-constexpr size_t kDevCommBytes = 16 * 1024;
 
 using DevCommCreateFn = ncclResult_t(ncclComm_t, const void*, void*);
 using DevCommDestroyFn = ncclResult_t(ncclComm_t, const void*);
@@ -38,20 +36,21 @@ RequirementsBody body_of(const DevCommRequirements& q) {
   return r;
 }
 
-Properties229 query_properties(Communicator& comm, int needed, const char* feature) {
-  auto fn = api::require<QueryPropertiesFn>("ncclCommQueryProperties", feature, needed);
-  int v = api::loaded_version();
-  if (v < needed) {
-    throw NcclUnsupported(concat(feature, " needs NCCL ", api::version_string(needed),
-                                 " or newer; the loaded NCCL is ", api::version_string(v)));
+Properties229 query_properties(Communicator& comm, const features::Feature& f, const char* what) {
+  if (!features::available(f)) {
+    features::refuse(f, what);
   }
-  Properties229 p;
-  bool full = v >= k2_29_7;
-  p.size = full ? sizeof(Properties229) : offsetof(Properties229, host_rma_support);
-  p.version = static_cast<unsigned>(full ? k2_29_7 : k2_29_2);
+  auto fn = api::require<QueryPropertiesFn>("ncclCommQueryProperties", what, f.native_since);
+  int claimed = claimed_version(api::loaded_version());
+  PropertiesStorage p{};
+  p.head.magic = kApiMagic;
+  p.head.version = static_cast<unsigned>(claimed);
+  p.head.size = claimed >= api::version_code(2, 30, 0) ? sizeof(PropertiesStorage)
+                : has_229_7_fields(claimed)          ? sizeof(Properties229)
+                                                     : offsetof(Properties229, host_rma_support);
   ncclComm_t c = comm.get();
   NCCL_CORE_CHECK(c, fn(c, &p));
-  return p;
+  return p.head;
 }
 
 void refuse_multimem(Communicator& comm) {
@@ -61,7 +60,8 @@ void refuse_multimem(Communicator& comm) {
         "create_dev_comm: lsa_multimem needs NVLink multicast (NVLS), which is disabled in "
         "this process (NCCL_NVLS_ENABLE=0)");
   }
-  if (api::loaded_version() >= k2_29_2 && !query_properties(comm, k2_29_2, "multimem").multimem_support) {
+  if (features::available(features::kGinType) &&
+      !query_properties(comm, features::kGinType, "multimem").multimem_support) {
     throw NcclUnsupported(
         "create_dev_comm: lsa_multimem needs NVLink multicast, which this communicator does "
         "not support (ncclCommQueryProperties: multimemSupport = false)");
@@ -102,15 +102,14 @@ std::shared_ptr<DevComm> DevComm::create(const std::shared_ptr<Communicator>& co
   auto create_fn = api::require<DevCommCreateFn>("ncclDevCommCreate", "create_dev_comm",
                                                  newer::kDeviceApiVersion);
   int v = api::loaded_version();
-  if (v < k2_29_7) {
+  if (!features::available(features::kDevCommGinConnection)) {
     const char* newer_field = req.gin_connection_type != 0 ? "gin_connection_type"
                               : req.gin_exclusive_contexts ? "gin_exclusive_contexts"
                               : req.gin_queue_depth != 0   ? "gin_queue_depth"
                                                            : nullptr;
     if (newer_field != nullptr) {
-      throw NcclUnsupported(concat("NCCLDevCommRequirements.", newer_field, " needs NCCL ",
-                                   api::version_string(k2_29_7), " or newer; the loaded NCCL is ",
-                                   api::version_string(v)));
+      features::refuse(features::kDevCommGinConnection,
+                       concat("NCCLDevCommRequirements.", newer_field));
     }
   }
   if (req.lsa_multimem) {
@@ -119,12 +118,15 @@ std::shared_ptr<DevComm> DevComm::create(const std::shared_ptr<Communicator>& co
   std::shared_ptr<DevComm> dc(new DevComm(comm, req));
   ncclComm_t c = comm->get();
   void* out = dc->storage_.data();
-  if (v >= k2_29_2) {
+  int claimed = claimed_version(v);
+  if (claimed != 0) {
+    // NCCL copies `size` bytes over its own defaults, so fields of newer
+    // releases keep NCCL's initial values.
     Requirements229 r;
     r.body = body_of(req);
-    bool full = v >= k2_29_7;
+    bool full = has_229_7_fields(claimed);
     r.size = full ? sizeof(Requirements229) : offsetof(Requirements229, gin_connection_type);
-    r.version = static_cast<unsigned>(full ? k2_29_7 : k2_29_2);
+    r.version = static_cast<unsigned>(claimed);
     r.gin_connection_type = req.gin_connection_type;
     r.gin_exclusive_contexts = req.gin_exclusive_contexts;
     r.gin_queue_depth = req.gin_queue_depth;
@@ -152,9 +154,10 @@ void DevComm::release(Communicator& comm) {
 
 int gin_type(Communicator& comm, bool railed) {
   if (railed) {
-    return query_properties(comm, k2_29_7, "Communicator.railed_gin_type").railed_gin_type;
+    return query_properties(comm, features::kRailedGinType, "Communicator.railed_gin_type")
+        .railed_gin_type;
   }
-  return query_properties(comm, k2_29_2, "Communicator.gin_type").gin_type;
+  return query_properties(comm, features::kGinType, "Communicator.gin_type").gin_type;
 }
 
 } // namespace nccl_core
