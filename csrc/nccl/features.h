@@ -76,7 +76,7 @@ inline constexpr Feature kWindowMultimemPointer{
     "returns None where unsupported, and wherever NVLink multicast is off"};
 inline constexpr Feature kWindowUserPtr{
     "window_user_ptr", "RegisteredWindowHandle.user_ptr", "ncclWinGetUserPtr", v(2, 29, 2), 0,
-    v(2, 28, 0), 0, "ncclWinGetUserPtr", "the registered pointer, kept by nccl_core"};
+    v(2, 28, 3), 0, "ncclWinGetUserPtr", "the registered pointer, kept by nccl_core"};
 inline constexpr Feature kPreMulSum{
     "pre_mul_sum", "Communicator.create_pre_mul_sum", "ncclRedOpCreatePreMulSum", v(2, 11, 4),
     v(2, 11, 4), 0, 0, "ncclRedOpCreatePreMulSum",
