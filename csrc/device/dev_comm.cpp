@@ -50,6 +50,16 @@ Properties229 query_properties(Communicator& comm, const features::Feature& f, c
                                                      : offsetof(Properties229, host_rma_support);
   ncclComm_t c = comm.get();
   NCCL_CORE_CHECK(c, fn(c, &p));
+  // The run-time side of layout_checks.cu: the loaded release must have put
+  // rank and size where our layout has them.
+  if (p.head.rank != comm.rank() || p.head.nranks != comm.nranks()) {
+    throw NcclError(ncclInternalError,
+                    concat("ncclCommQueryProperties of NCCL ",
+                           api::version_string(api::loaded_version()),
+                           " answered in a layout nccl_core does not know (rank ", p.head.rank,
+                           " of ", p.head.nranks, ", expected ", comm.rank(), " of ",
+                           comm.nranks(), ")"));
+  }
   return p.head;
 }
 
@@ -137,6 +147,19 @@ std::shared_ptr<DevComm> DevComm::create(const std::shared_ptr<Communicator>& co
   }
   comm->wait_ready("ncclDevCommCreate");
   comm->track(dc);
+  if (claimed >= api::version_code(2, 30, 0)) {
+    // From 2.30 ncclDevComm starts with magic and the claimed version
+    // (layout_checks.cu): the run-time check that the loaded release filled
+    // in the layout we claimed.
+    const auto* head = static_cast<const unsigned*>(out);
+    if (head[0] != kApiMagic || head[1] != static_cast<unsigned>(claimed)) {
+      dc->close();
+      throw NcclError(ncclInternalError,
+                      concat("ncclDevCommCreate of NCCL ", api::version_string(v),
+                             " filled in an ncclDevComm without the versioned header nccl_core "
+                             "expects (version ", head[1], ", claimed ", claimed, ")"));
+    }
+  }
   return dc;
 }
 

@@ -45,6 +45,11 @@ static_assert(std::is_same_v<decltype(static_cast<ncclTeam_t (*)(ncclComm_t)>(&n
 // NCCL fills in ncclDevComm in host storage of ours.
 static_assert(sizeof(ncclDevComm) <= layout::kDevCommBytes);
 static_assert(alignof(ncclDevComm) <= alignof(uint64_t));
+#if NCCL_VERSION_CODE >= 23000
+// Versioned from 2.30: DevComm::create checks this header at run time.
+static_assert(offsetof(ncclDevComm, magic) == 0 && offsetof(ncclDevComm, version) == sizeof(unsigned));
+static_assert(sizeof(ncclDevComm::magic) == sizeof(unsigned) && sizeof(ncclDevComm::version) == sizeof(unsigned));
+#endif
 static_assert(std::is_same_v<decltype(ncclDevCommCreate),
                              ncclResult_t(ncclComm_t, ncclDevCommRequirements_t const*, ncclDevComm_t*)>);
 static_assert(std::is_same_v<decltype(ncclDevCommDestroy),
