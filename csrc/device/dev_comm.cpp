@@ -16,7 +16,6 @@ namespace {
 
 using namespace layout;
 
-
 using DevCommCreateFn = ncclResult_t(ncclComm_t, const void*, void*);
 using DevCommDestroyFn = ncclResult_t(ncclComm_t, const void*);
 using QueryPropertiesFn = ncclResult_t(ncclComm_t, void*);
