@@ -67,6 +67,7 @@ from nccl_core_backend.constants import (  # noqa: E402
     ScalarResidence,
     WindowFlag,
 )
+from nccl_core_backend.compatibility import Feature, features  # noqa: E402
 from nccl_core_backend.errors import NcclError, NcclInvalid, NcclUnsupported  # noqa: E402
 from nccl_core_backend.rma import WaitSignalDesc  # noqa: E402
 
@@ -146,6 +147,7 @@ __all__ = [
     "CustomRedOp",
     "DOUBLE",
     "DevCommResource",
+    "Feature",
     "FLOAT",
     "FLOAT16",
     "FLOAT32",
@@ -184,6 +186,7 @@ __all__ = [
     "WindowFlag",
     "cupy",
     "device",
+    "features",
     "get_backend",
     "get_communicator",
     "get_error_string",

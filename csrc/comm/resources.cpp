@@ -6,6 +6,7 @@
 #include "comm/device_scope.h"
 #include "comm/window_layout.h"
 #include "nccl/api.h"
+#include "nccl/features.h"
 #include "nccl/newer.h"
 #include "nccl/types.h"
 
@@ -111,10 +112,20 @@ Window::Window(std::shared_ptr<Communicator> comm, void* ptr, size_t size, int f
   }
 }
 
+void Window::check_flags(long long flags) {
+  NCCL_CORE_REQUIRE(flags >= 0 && (flags & ~static_cast<long long>(newer::kWinKnownFlags)) == 0,
+                    "Invalid WindowFlag: ", flags);
+  if ((flags & newer::kWinStrictOrdering) != 0 &&
+      !features::available(features::kWindowStrictOrdering)) {
+    features::refuse(features::kWindowStrictOrdering, "register_window: WindowFlag.STRICT_ORDERING");
+  }
+}
+
 std::shared_ptr<Window> Window::create(const std::shared_ptr<Communicator>& comm, void* ptr,
                                        size_t size, int flags, c10::Storage keep,
                                        std::vector<size_t> sizes) {
   NCCL_CORE_REQUIRE(size > 0, "register_window: the buffer is empty");
+  check_flags(flags);
   comm->warm_up_for_windows();
   // Every rank's size: remote accesses are checked against the peer's window,
   // which may be smaller than this rank's.  Collective, like the

@@ -89,6 +89,10 @@ class Window final : public Resource {
   static std::shared_ptr<Window> create(const std::shared_ptr<Communicator>& comm, void* ptr,
                                         size_t size, int flags, c10::Storage keep,
                                         std::vector<size_t> sizes = {});
+  // NcclInvalid for unknown WindowFlag bits, NcclUnsupported for a flag the
+  // loaded NCCL does not know (it would ignore it).  `create` checks too;
+  // callers check first when something collective precedes `create`.
+  static void check_flags(long long flags);
   ncclWindow_t handle() const;
   // This rank's window, in bytes.
   size_t size() const { return size_; }

@@ -3,28 +3,19 @@
 #include <cuda_runtime_api.h>
 
 #include "nccl/api.h"
+#include "nccl/features.h"
 
 namespace nccl_core::window_layout {
 
-namespace {
-// The head of NCCL 2.28's struct ncclWindow_vidmem.
-struct Vidmem228 {
-  void* win_host;
-  char* lsa_flat_base;
-  int lsa_rank;
-  int world_rank;
-  uint32_t stride_4g;
-};
-} // namespace
-
 Layout read(ncclWindow_t win) {
-  int v = api::loaded_version();
-  if (v < api::version_code(2, 28, 0) || v >= api::version_code(2, 29, 0)) {
+  const auto& f = features::kWindowPointers;
+  if (features::status(f, api::loaded_version()) != features::Status::NcclCore) {
     throw NcclUnsupported("window pointer queries need NCCL 2.28.x (device-side descriptor) or "
-                          "NCCL 2.29.2+ (ncclGetLsaDevicePointer); the loaded NCCL is " +
-                          api::version_string(v));
+                          "NCCL " + api::version_string(f.native_since) +
+                          "+ (ncclGetLsaDevicePointer); the loaded NCCL is " +
+                          api::version_string(api::loaded_version()));
   }
-  Vidmem228 d{};
+  VidmemHead d{};
   // The descriptor lives in device memory: copy it on a private stream so no
   // user stream is synchronised.
   cudaStream_t s = nullptr;

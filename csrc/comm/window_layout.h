@@ -15,6 +15,17 @@
 
 namespace nccl_core::window_layout {
 
+// The head of NCCL's struct ncclWindow_vidmem (nccl_device/impl/core__types.h),
+// unchanged from 2.28 to 2.32; device/layout_checks.cu checks it against the
+// headers of every build.  Only read where the loaded NCCL is 2.28.x.
+struct VidmemHead {
+  void* win_host;
+  char* lsa_flat_base;
+  int lsa_rank;
+  int world_rank;
+  uint32_t stride_4g;
+};
+
 struct Layout {
   uintptr_t lsa_flat_base;
   int lsa_rank;

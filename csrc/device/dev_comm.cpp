@@ -7,6 +7,7 @@
 #include "comm/communicator.h"
 #include "device/layouts.h"
 #include "nccl/api.h"
+#include "nccl/features.h"
 #include "nccl/newer.h"
 
 namespace nccl_core {
@@ -14,10 +15,6 @@ namespace nccl_core {
 namespace {
 
 using namespace layout;
-
-constexpr int k2_29_2 = api::version_code(2, 29, 2);
-constexpr int k2_29_7 = api::version_code(2, 29, 7);
-constexpr size_t kDevCommBytes = 16 * 1024;
 
 using DevCommCreateFn = ncclResult_t(ncclComm_t, const void*, void*);
 using DevCommDestroyFn = ncclResult_t(ncclComm_t, const void*);
@@ -38,20 +35,31 @@ RequirementsBody body_of(const DevCommRequirements& q) {
   return r;
 }
 
-Properties229 query_properties(Communicator& comm, int needed, const char* feature) {
-  auto fn = api::require<QueryPropertiesFn>("ncclCommQueryProperties", feature, needed);
-  int v = api::loaded_version();
-  if (v < needed) {
-    throw NcclUnsupported(concat(feature, " needs NCCL ", api::version_string(needed),
-                                 " or newer; the loaded NCCL is ", api::version_string(v)));
+Properties229 query_properties(Communicator& comm, const features::Feature& f, const char* what) {
+  if (!features::available(f)) {
+    features::refuse(f, what);
   }
-  Properties229 p;
-  bool full = v >= k2_29_7;
-  p.size = full ? sizeof(Properties229) : offsetof(Properties229, host_rma_support);
-  p.version = static_cast<unsigned>(full ? k2_29_7 : k2_29_2);
+  auto fn = api::require<QueryPropertiesFn>("ncclCommQueryProperties", what, f.native_since);
+  int claimed = claimed_version(api::loaded_version());
+  PropertiesStorage p{};
+  p.head.magic = kApiMagic;
+  p.head.version = static_cast<unsigned>(claimed);
+  p.head.size = claimed >= api::version_code(2, 30, 0) ? sizeof(PropertiesStorage)
+                : has_229_7_fields(claimed)          ? sizeof(Properties229)
+                                                     : offsetof(Properties229, host_rma_support);
   ncclComm_t c = comm.get();
   NCCL_CORE_CHECK(c, fn(c, &p));
-  return p;
+  // The run-time side of layout_checks.cu: the loaded release must have put
+  // rank and size where our layout has them.
+  if (p.head.rank != comm.rank() || p.head.nranks != comm.nranks()) {
+    throw NcclError(ncclInternalError,
+                    concat("ncclCommQueryProperties of NCCL ",
+                           api::version_string(api::loaded_version()),
+                           " answered in a layout nccl_core does not know (rank ", p.head.rank,
+                           " of ", p.head.nranks, ", expected ", comm.rank(), " of ",
+                           comm.nranks(), ")"));
+  }
+  return p.head;
 }
 
 void refuse_multimem(Communicator& comm) {
@@ -61,7 +69,8 @@ void refuse_multimem(Communicator& comm) {
         "create_dev_comm: lsa_multimem needs NVLink multicast (NVLS), which is disabled in "
         "this process (NCCL_NVLS_ENABLE=0)");
   }
-  if (api::loaded_version() >= k2_29_2 && !query_properties(comm, k2_29_2, "multimem").multimem_support) {
+  if (features::available(features::kGinType) &&
+      !query_properties(comm, features::kGinType, "multimem").multimem_support) {
     throw NcclUnsupported(
         "create_dev_comm: lsa_multimem needs NVLink multicast, which this communicator does "
         "not support (ncclCommQueryProperties: multimemSupport = false)");
@@ -102,15 +111,14 @@ std::shared_ptr<DevComm> DevComm::create(const std::shared_ptr<Communicator>& co
   auto create_fn = api::require<DevCommCreateFn>("ncclDevCommCreate", "create_dev_comm",
                                                  newer::kDeviceApiVersion);
   int v = api::loaded_version();
-  if (v < k2_29_7) {
+  if (!features::available(features::kDevCommGinConnection)) {
     const char* newer_field = req.gin_connection_type != 0 ? "gin_connection_type"
                               : req.gin_exclusive_contexts ? "gin_exclusive_contexts"
                               : req.gin_queue_depth != 0   ? "gin_queue_depth"
                                                            : nullptr;
     if (newer_field != nullptr) {
-      throw NcclUnsupported(concat("NCCLDevCommRequirements.", newer_field, " needs NCCL ",
-                                   api::version_string(k2_29_7), " or newer; the loaded NCCL is ",
-                                   api::version_string(v)));
+      features::refuse(features::kDevCommGinConnection,
+                       concat("NCCLDevCommRequirements.", newer_field));
     }
   }
   if (req.lsa_multimem) {
@@ -119,12 +127,15 @@ std::shared_ptr<DevComm> DevComm::create(const std::shared_ptr<Communicator>& co
   std::shared_ptr<DevComm> dc(new DevComm(comm, req));
   ncclComm_t c = comm->get();
   void* out = dc->storage_.data();
-  if (v >= k2_29_2) {
+  int claimed = claimed_version(v);
+  if (claimed != 0) {
+    // NCCL copies `size` bytes over its own defaults, so fields of newer
+    // releases keep NCCL's initial values.
     Requirements229 r;
     r.body = body_of(req);
-    bool full = v >= k2_29_7;
+    bool full = has_229_7_fields(claimed);
     r.size = full ? sizeof(Requirements229) : offsetof(Requirements229, gin_connection_type);
-    r.version = static_cast<unsigned>(full ? k2_29_7 : k2_29_2);
+    r.version = static_cast<unsigned>(claimed);
     r.gin_connection_type = req.gin_connection_type;
     r.gin_exclusive_contexts = req.gin_exclusive_contexts;
     r.gin_queue_depth = req.gin_queue_depth;
@@ -135,6 +146,19 @@ std::shared_ptr<DevComm> DevComm::create(const std::shared_ptr<Communicator>& co
   }
   comm->wait_ready("ncclDevCommCreate");
   comm->track(dc);
+  if (claimed >= api::version_code(2, 30, 0)) {
+    // From 2.30 ncclDevComm starts with magic and the claimed version
+    // (layout_checks.cu): the run-time check that the loaded release filled
+    // in the layout we claimed.
+    const auto* head = static_cast<const unsigned*>(out);
+    if (head[0] != kApiMagic || head[1] != static_cast<unsigned>(claimed)) {
+      dc->close();
+      throw NcclError(ncclInternalError,
+                      concat("ncclDevCommCreate of NCCL ", api::version_string(v),
+                             " filled in an ncclDevComm without the versioned header nccl_core "
+                             "expects (version ", head[1], ", claimed ", claimed, ")"));
+    }
+  }
   return dc;
 }
 
@@ -152,9 +176,10 @@ void DevComm::release(Communicator& comm) {
 
 int gin_type(Communicator& comm, bool railed) {
   if (railed) {
-    return query_properties(comm, k2_29_7, "Communicator.railed_gin_type").railed_gin_type;
+    return query_properties(comm, features::kRailedGinType, "Communicator.railed_gin_type")
+        .railed_gin_type;
   }
-  return query_properties(comm, k2_29_2, "Communicator.gin_type").gin_type;
+  return query_properties(comm, features::kGinType, "Communicator.gin_type").gin_type;
 }
 
 } // namespace nccl_core

@@ -11,26 +11,12 @@
 #include "comm/device_scope.h"
 #include "comm/resources.h"
 #include "device/dev_comm.h"
-#include "device/layouts.h"
 #include "util/reduce.cuh"
 #include "nccl/api.h"
+#include "nccl/features.h"
 #include "util/checked.h"
 
 namespace nccl_core {
-
-// Our copies of NCCL's structs must match the headers of the same release.
-#if NCCL_MAJOR == 2 && NCCL_MINOR == 28
-static_assert(sizeof(layout::RequirementsBody) == sizeof(ncclDevCommRequirements_t));
-static_assert(offsetof(layout::RequirementsBody, gin_counter_count) ==
-              offsetof(ncclDevCommRequirements_t, ginCounterCount));
-#elif NCCL_VERSION_CODE >= 22907
-static_assert(offsetof(layout::Requirements229, body) + offsetof(layout::RequirementsBody, gin_counter_count) ==
-              offsetof(ncclDevCommRequirements_t, ginCounterCount));
-static_assert(offsetof(layout::Requirements229, gin_queue_depth) ==
-              offsetof(ncclDevCommRequirements_t, ginQueueDepth));
-static_assert(offsetof(layout::Properties229, railed_gin_type) ==
-              offsetof(ncclCommProperties_t, railedGinType));
-#endif
 
 namespace device {
 
@@ -241,7 +227,8 @@ void all_gather(const DevComm& dc, const Window& win, size_t offset, void* out, 
 } // namespace device
 
 bool device_kernels_match_loaded_nccl() {
-  return api::loaded_version() / 100 == device::built_nccl_version() / 100;
+  return features::status(features::kDeviceCollectives, api::loaded_version()) ==
+         features::Status::NcclCore;
 }
 
 std::string device_kernels_mismatch_message() {

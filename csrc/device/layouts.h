@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 namespace nccl_core::layout {
 
@@ -48,5 +49,32 @@ struct Properties229 {
   bool host_rma_support = false;
   int railed_gin_type = 0;
 };
+
+// Room for ncclCommProperties of releases newer than the fields we read:
+// from 2.30 NCCL fills in every field of its own release (2.32.3: 152 bytes).
+struct PropertiesStorage {
+  Properties229 head;
+  unsigned char tail[4096];
+};
+
+// Host storage for the ncclDevComm NCCL fills in: larger than the struct of
+// any release (2.32.3: 248 bytes); checked per header in layout_checks.cu.
+constexpr size_t kDevCommBytes = 16 * 1024;
+
+// The release whose struct layout we claim in the version field of
+// ncclDevCommRequirements / ncclCommProperties for the loaded NCCL `loaded`.
+// 2.28 has unversioned structs (0).  2.29.x reads the layouts we mirror:
+// 2.29.2 (ends before the GIN connection fields / hostRmaSupport) or 2.29.7.
+// From 2.30 NCCL converts between releases by this field: claiming an older
+// one would give the old ncclDevComm layout (not the one of the loaded
+// release's headers) and hide GIN (its 2.29.7 filter reports ginType NONE), so
+// we claim the loaded release; its structs only append to the fields we write.
+constexpr int claimed_version(int loaded) {
+  constexpr int k2_29_2 = 22902, k2_29_7 = 22907, k2_30_0 = 23000;
+  return loaded < k2_29_2 ? 0 : loaded < k2_29_7 ? k2_29_2 : loaded < k2_30_0 ? k2_29_7 : loaded;
+}
+// True if the versioned struct of `claimed` has the 2.29.7 fields
+// (gin_connection_type..., host_rma_support, railed_gin_type).
+constexpr bool has_229_7_fields(int claimed) { return claimed >= 22907; }
 
 } // namespace nccl_core::layout

@@ -13,6 +13,7 @@
 #include <cstdint>
 
 #include "nccl/api.h"
+#include "nccl/features.h"
 
 namespace nccl_core::newer {
 
@@ -45,10 +46,16 @@ using WaitSignalFn = ncclResult_t(int, WaitSignalDesc*, ncclComm_t, cudaStream_t
 using CommSuspendFn = ncclResult_t(ncclComm_t, int);
 using CommResumeFn = ncclResult_t(ncclComm_t);
 
-constexpr int kMemStatsVersion = api::version_code(2, 29, 7);
-constexpr int kHostPointersVersion = api::version_code(2, 29, 2);
-constexpr int kSignalsVersion = api::version_code(2, 29, 2);
-constexpr int kDeviceApiVersion = api::version_code(2, 28, 3);
+// Window flags: NCCL_WIN_COLL_SYMMETRIC (2.27.3), NCCL_WIN_STRICT_ORDERING (2.29.7).
+constexpr int kWinCollSymmetric = 0x1;
+constexpr int kWinStrictOrdering = 0x2;
+constexpr int kWinKnownFlags = kWinCollSymmetric | kWinStrictOrdering;
+
+// The releases that brought them (nccl/features.h holds every threshold).
+constexpr int kMemStatsVersion = features::kGetMemStat.native_since;
+constexpr int kHostPointersVersion = features::kWindowPointers.native_since;
+constexpr int kSignalsVersion = features::kRmaNetwork.native_since;
+constexpr int kDeviceApiVersion = features::kDevComm.native_since;
 
 // True when the loaded NCCL has the 2.29 host-side window pointer queries.
 inline bool has_host_pointer_queries() {

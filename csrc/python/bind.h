@@ -14,5 +14,6 @@ void bind_resources(pybind11_ns::module_& m);     // resources.cpp
 void bind_memory(pybind11_ns::module_& m);        // memory.cpp
 void bind_rma(pybind11_ns::module_& m);           // rma.cpp (after bind_communicator)
 void bind_device(pybind11_ns::module_& m);        // device.cpp (after bind_communicator)
+void bind_features(pybind11_ns::module_& m);      // features.cpp
 
 } // namespace nccl_core::python

@@ -152,7 +152,7 @@ void bind_communicator(py::module_& m) {
             NCCL_CORE_REQUIRE(b.device == c->device(), "buffer is on device ", b.device,
                               ", but communicator is on device ", c->device());
             long long f = flags.is_none() ? 0 : as_int(flags, "flags");
-            NCCL_CORE_REQUIRE(f >= 0 && f <= 3, "Invalid WindowFlag: ", f);
+            Window::check_flags(f);  // before the collective signal-area set-up
             NCCL_CORE_REQUIRE(vmm::is_vmm(b.ptr),
                               "register_window needs NCCL (VMM) memory; this buffer was not "
                               "allocated through ncclMemAlloc or cuMem. Allocate it with "

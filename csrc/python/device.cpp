@@ -10,6 +10,7 @@
 #include "comm/resources.h"
 #include "device/collectives.h"
 #include "device/dev_comm.h"
+#include "device/layouts.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
 #include "python/bind.h"
@@ -189,6 +190,9 @@ void bind_device(py::module_& m) {
       },
       py::arg("dev_comm"), py::arg("window"), py::arg("out"), py::arg("offset"),
       py::arg("stream"));
+  m.def("_claimed_struct_version", &layout::claimed_version, py::arg("loaded"),
+        "The release whose ncclDevCommRequirements / ncclCommProperties layout nccl_core "
+        "claims for NCCL version code `loaded` (0: unversioned).");
   m.def("_device_kernels_available", &device_kernels_match_loaded_nccl);
   m.def("_device_kernels_mismatch", &device_kernels_mismatch_message);
 }

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import ctypes
 import inspect
 import itertools
+import os
 import random
 import subprocess
 import sys
@@ -30,13 +32,42 @@ def test_nccl_version_matches_the_code():
     assert code == major * 10000 + minor * 100 + patch
 
 
+def _process_nccl_version() -> int:
+    # ncclGetVersion of the libnccl.so.2 the process already has under that
+    # soname: the one torch's own NCCL calls were bound to when libtorch_cuda
+    # loaded (a preloaded release wins).  torch.cuda.nccl.version() reports the
+    # headers torch was compiled with, not the library that is loaded.
+    lib = ctypes.CDLL("libnccl.so.2", mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    v = ctypes.c_int(0)
+    assert lib.ncclGetVersion(ctypes.byref(v)) == 0
+    return v.value
+
+
 def test_one_nccl_per_process():
     # The extension links the soname torch loaded: both see the same library.
-    assert nccl_core_backend.nccl_version() == tuple(torch.cuda.nccl.version())
+    assert _C.nccl_version() == _process_nccl_version()
 
 
 def test_built_against_supported_headers():
     assert _C.build_nccl_version() >= 22800
+
+
+def _expected_nccl() -> int | None:
+    # scripts/build-matrix.sh names the release it built against and preloaded.
+    v = os.environ.get("NCCL_CORE_EXPECT_NCCL")
+    if not v:
+        return None
+    major, minor, patch = (int(x) for x in v.split("."))
+    return major * 10000 + minor * 100 + patch
+
+
+@pytest.mark.skipif(_expected_nccl() is None, reason="NCCL_CORE_EXPECT_NCCL not set "
+                    "(scripts/build-matrix.sh sets it)")
+def test_loaded_and_built_nccl_are_the_expected_release():
+    code = _expected_nccl()
+    assert _C.nccl_version() == code
+    assert _C.build_nccl_version() == code
+    assert _process_nccl_version() == code
 
 
 @pytest.mark.parametrize("name", ["ncclAllReduce", "ncclCommSplit", "ncclCommWindowRegister"])

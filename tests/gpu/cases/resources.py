@@ -248,6 +248,44 @@ def communicator_lifecycle(ctx):
 
 
 @case(min_world=1)
+def strict_ordering_window_and_features(ctx):
+    # WindowFlag.STRICT_ORDERING needs NCCL 2.29.7 (2.28 ignores the flag): refused
+    # before the collective on older releases; features() reports the same.
+    comm = nc.get_communicator()
+    table = nc.features()
+    buf = nc.torch.empty(4096, device=ctx.device)
+    if nc.nccl_version() < (2, 29, 7):
+        expect_raises(nc.NcclUnsupported,
+                      lambda: comm.register_window(buf, nc.WindowFlag.STRICT_ORDERING), "2.29.7")
+        want = "unsupported"
+    else:
+        win = comm.register_window(buf, nc.WindowFlag.STRICT_ORDERING)
+        if win is None:
+            fail("STRICT_ORDERING window registration returned None")
+        else:
+            if win.flags != nc.WindowFlag.STRICT_ORDERING:
+                fail(f"window flags {win.flags}")
+            dist.barrier()
+            win.close()
+        want = "native"
+    if table["window_strict_ordering"].status != want:
+        fail(f"features() says {table['window_strict_ordering']}, expected {want}")
+    for name, probe in (("gin_type", lambda: comm.gin_type),
+                        ("railed_gin_type", lambda: comm.railed_gin_type),
+                        ("get_mem_stat", lambda: comm.get_mem_stat(nc.NcclCommMemStat.GPU_MEM_TOTAL))):
+        try:
+            probe()
+            works = True
+        except nc.NcclUnsupported:
+            works = False
+        if works != table[name].available:
+            fail(f"{name}: works={works} but features() says {table[name].status}")
+    if (table["device_collectives"].status == "nccl_core") != nc.device.kernels_available():
+        fail("features()['device_collectives'] disagrees with device.kernels_available()")
+    sanity(ctx)
+
+
+@case(min_world=1)
 def mem_stat_and_versions(ctx):
     comm = nc.get_communicator()
     if nc.nccl_version() < (2, 29, 7):
