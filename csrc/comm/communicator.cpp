@@ -286,11 +286,19 @@ void Communicator::close_all_resources() noexcept {
 }
 
 void Communicator::finalize() {
+  end_life("finalize", true);
+}
+
+void Communicator::destroy() {
+  end_life("destroy", false);
+}
+
+void Communicator::end_life(const char* what, bool flush) {
   if (state_.load() != State::Live) {
     return;  // idempotent
   }
   // Operations of other threads finish first; later ones are refused.
-  close_gate("finalize");
+  close_gate(what);
   try {
     close_all_resources();
     std::lock_guard<std::mutex> lock(lifecycle_mutex_);
@@ -298,30 +306,12 @@ void Communicator::finalize() {
       return;
     }
     DeviceScope scope(device_);
-    run("ncclCommFinalize", [&] { return ncclCommFinalize(comm_); });
-    state_ = State::Finalized;
-    NCCL_CORE_CHECK(comm_, ncclCommDestroy(comm_));
-    state_ = State::Destroyed;
-  } catch (...) {
-    closing_ = false;
-    throw;
-  }
-}
-
-void Communicator::destroy() {
-  if (state_.load() != State::Live) {
-    return;  // idempotent
-  }
-  close_gate("destroy");
-  try {
-    close_all_resources();
-    std::lock_guard<std::mutex> lock(lifecycle_mutex_);
-    if (state_.load() != State::Live) {
-      return;
+    if (flush) {
+      run("ncclCommFinalize", [&] { return ncclCommFinalize(comm_); });
+      state_ = State::Finalized;
     }
-    DeviceScope scope(device_);
-    state_ = State::Destroyed;
     NCCL_CORE_CHECK(comm_, ncclCommDestroy(comm_));
+    state_ = State::Destroyed;
   } catch (...) {
     closing_ = false;
     throw;

@@ -183,6 +183,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void before_close(std::function<void()> drain);
 
  private:
+  // finalize() (flush: ncclCommFinalize first) and destroy(): the gate,
+  // the resources, then ncclCommDestroy.
+  void end_life(const char* what, bool flush);
   Communicator(ncclComm_t comm, int nranks, int rank, int device,
                std::chrono::milliseconds timeout, bool blocking);
   static std::shared_ptr<Communicator> adopt(ncclComm_t comm, int device,

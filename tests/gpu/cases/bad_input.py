@@ -14,20 +14,14 @@ from torch._C import _distributed_c10d as c10d
 
 import nccl_core_backend as nc
 from nccl_core_backend import WaitSignalDesc, device
-from tests.gpu.cases.common import check, expect_raises, fail, make, reduce_ref, sanity
+from tests.gpu.cases.common import check, expect_raises, fail, make, reduce_ref, sanity, window
 from tests.gpu.registry import Skip, case
 
 I = nc.NcclInvalid  # noqa: E741
 
 
 def _window(comm, ctx, n, dtype=torch.float32):
-    buf = nc.torch.empty(n, dtype=dtype, device=ctx.device)
-    buf.fill_(-7)
-    torch.cuda.synchronize()
-    win = comm.register_window(buf)
-    if win is None:
-        raise Skip("register_window returned None here")
-    return buf, win
+    return window(comm, ctx, n, dtype, skip_if_missing=True)
 
 
 class _CAIOnly:

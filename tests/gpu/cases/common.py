@@ -184,3 +184,21 @@ def sanity(ctx, group=None):
     exp = float(sum(r + 1 for r in ranks))
     if not torch.all(t == exp):
         fail(f"sanity all_reduce: got {t.tolist()} expected {exp} (n={n})")
+
+
+def window(comm, ctx, n, dtype=torch.float32, skip_if_missing=False):
+    """An NCCL-memory buffer of `n` elements filled with -7, registered as a
+    window on `comm`.  NCCL may answer no window: Skip, or a failure where an
+    NVLink machine must give one."""
+    import nccl_core_backend as nc
+    from tests.gpu.registry import Skip
+
+    buf = nc.torch.empty(n, dtype=dtype, device=ctx.device)
+    buf.fill_(-7)
+    torch.cuda.synchronize()
+    win = comm.register_window(buf)
+    if win is None:
+        if skip_if_missing:
+            raise Skip("register_window returned None here")
+        raise AssertionError("register_window returned None on an NVLink machine")
+    return buf, win

@@ -7,18 +7,12 @@ import torch.distributed as dist
 
 import nccl_core_backend as nc
 from nccl_core_backend import WaitSignalDesc
-from tests.gpu.cases.common import expect_raises, fail, sanity
+from tests.gpu.cases.common import expect_raises, fail, sanity, window
 from tests.gpu.registry import case
 
 
 def _window(comm, ctx, n, dtype=torch.float32):
-    buf = nc.torch.empty(n, dtype=dtype, device=ctx.device)
-    buf.fill_(-7)
-    torch.cuda.synchronize()
-    win = comm.register_window(buf)
-    if win is None:
-        raise AssertionError("register_window returned None on an NVLink machine")
-    return buf, win
+    return window(comm, ctx, n, dtype, skip_if_missing=False)
 
 
 def _data(ctx, rank, n, dtype, salt):
