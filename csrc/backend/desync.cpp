@@ -10,6 +10,9 @@ namespace {
 // Answers carry this many of the latest ops: ranks that desync differ by a
 // few calls, and the answer stays one small store value.
 constexpr size_t kOpsPerAnswer = 16;
+// How often a rank looks for requests: one store round trip per group per
+// period on every rank, so not more often; the asking rank waits longer.
+constexpr std::chrono::milliseconds kLookEvery{2000};
 
 std::string to_text(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
 std::vector<uint8_t> to_bytes(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }
@@ -45,7 +48,7 @@ void DesyncReporter::tick() {
   if (now < next_look_) {
     return;
   }
-  next_look_ = now + std::chrono::seconds(1);
+  next_look_ = now + kLookEvery;
   try {
     int64_t asked = store_->add(prefix_ + "requests", 0);
     if (asked > answered_) {
