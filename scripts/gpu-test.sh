@@ -35,16 +35,31 @@ echo "== GPU suite (configs: ${NCCL_CORE_GPU_CONFIGS:-1:eager,2:eager,2:lazy,4:e
 # call cannot hold both).
 # NCCL_CORE_GPU_BUDGET_S bounds pytest so that the logs are packed even when
 # the device call's own limit is near (a killed shell packs nothing).
-timeout -k 10 "${NCCL_CORE_GPU_BUDGET_S:-3000}" \
-  python3 -m pytest ${NCCL_CORE_GPU_TESTS:-tests/gpu} -v -rs -p no:cacheprovider --durations=15 "$@" 2>&1 \
-  | tee "$LOG_DIR/pytest-gpu.log"
-gpu_rc=${PIPESTATUS[0]}
-if [ "$gpu_rc" = 124 ] || [ "$gpu_rc" = 137 ]; then
-  # pytest was cut off by the budget: its launches would keep the GPUs busy.
-  echo "GPU tests stopped by NCCL_CORE_GPU_BUDGET_S; ending their launches"
-  pkill -f "tests/gpu/harness.py" 2>/dev/null; pkill -f "examples/" 2>/dev/null
-  sleep 2
-fi
+# pytest runs in a session of its own, so that its launches (torchrun and
+# their workers) can be ended by its process group id, never by name.
+setsid python3 -m pytest ${NCCL_CORE_GPU_TESTS:-tests/gpu} -v -rs -p no:cacheprovider \
+  --durations=15 "$@" >"$LOG_DIR/pytest-gpu.log" 2>&1 &
+pytest_pid=$!
+tail -n +1 -f --pid="$pytest_pid" "$LOG_DIR/pytest-gpu.log" &
+deadline=$(( $(date +%s) + ${NCCL_CORE_GPU_BUDGET_S:-3000} ))
+stopped=0
+while kill -0 "$pytest_pid" 2>/dev/null; do
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    # Cut off by the budget: its launches would keep the GPUs busy.  torchrun
+    # ends its workers on SIGTERM; SIGKILL follows for what is left.
+    echo "GPU tests stopped by NCCL_CORE_GPU_BUDGET_S; ending pytest's process group $pytest_pid"
+    kill -TERM -- "-$pytest_pid" 2>/dev/null
+    sleep 10
+    kill -KILL -- "-$pytest_pid" 2>/dev/null
+    stopped=1
+    break
+  fi
+  sleep 1
+done
+wait "$pytest_pid"
+gpu_rc=$?
+[ "$stopped" = 1 ] && gpu_rc=124
+sleep 1  # tail follows the log to its end
 echo "== CPU tests on the GPU host"
 cpu_rc=0
 if [ "${NCCL_CORE_SKIP_CPU:-0}" != 1 ]; then
