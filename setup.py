@@ -49,6 +49,14 @@ def find_nccl():
     )
 
 
+def torch_minor():
+    """torch's minor version, for code guarded on APIs newer than torch 2.11."""
+    import torch
+
+    major, minor = (int(x) for x in torch.__version__.split(".")[:2])
+    return major * 100 + minor
+
+
 def main():
     nccl_inc, nccl_lib = find_nccl()
     print(f"nccl_core: building against NCCL headers in {nccl_inc}, library in {nccl_lib}")
@@ -61,6 +69,9 @@ def main():
         library_dirs=[nccl_lib],
         # The soname, not the unversioned dev link: one NCCL per process.
         extra_link_args=["-l:libnccl.so.2", f"-Wl,-rpath,{nccl_lib}", "-ldl"],
+        # NCCL_CORE_TORCH: 211 for torch 2.11, 215 for 2.15 (virtuals that only
+        # newer torch's c10d::Backend declares are overridden there).
+        define_macros=[("NCCL_CORE_TORCH", str(torch_minor()))],
         extra_compile_args={
             "cxx": ["-O2", "-Wall", "-Wno-unused-function", "-Wno-sign-compare"],
             "nvcc": ["-O2", "-gencode=arch=compute_90,code=sm_90"],

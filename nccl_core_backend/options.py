@@ -18,7 +18,14 @@ NCCL_CORE_ENABLE_MONITORING   TORCH_NCCL_ENABLE_MONITORING  heartbeat monitor
 NCCL_CORE_HEARTBEAT_TIMEOUT_SEC TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC  its limit
 NCCL_CORE_TRACE_BUFFER_SIZE   TORCH_NCCL_TRACE_BUFFER_SIZE  ops each rank keeps
                                                       for the desync report
+NCCL_CORE_ENABLE_TIMING       TORCH_NCCL_ENABLE_TIMING  ops timed on the GPU
+                                                      (work._get_duration())
+NCCL_CORE_NAN_CHECK           TORCH_NCCL_NAN_CHECK    refuse ops sending NaN
 ============================  ======================  =========================
+
+``pg_options`` may also be torch's ``ProcessGroupNCCL.Options``: its fields map
+onto ours (see ``from_torch_nccl_options``), and a field nccl_core cannot
+honour raises a ``ValueError`` naming it.
 """
 
 from __future__ import annotations
@@ -115,6 +122,12 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
         if trace is not None:
             out["trace_buffer_size"] = trace
             break
+    timing = _flag(env, ("NCCL_CORE_ENABLE_TIMING", "TORCH_NCCL_ENABLE_TIMING"))
+    if timing is not None:
+        out["enable_timing"] = timing
+    nan_check = _flag(env, ("NCCL_CORE_NAN_CHECK", "TORCH_NCCL_NAN_CHECK"))
+    if nan_check is not None:
+        out["nan_check"] = nan_check
     monitoring = _flag(env, ("NCCL_CORE_ENABLE_MONITORING", "TORCH_NCCL_ENABLE_MONITORING"))
     for name in ("NCCL_CORE_HEARTBEAT_TIMEOUT_SEC", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"):
         seconds = _positive_int(env, name)
@@ -129,10 +142,81 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
     return out
 
 
+_UNSET = -(2**31)  # NCCL_CONFIG_UNDEF_INT: torch's NCCLConfig leaves the field to NCCL
+# NCCLConfig fields copied as they are when set.
+_CONFIG_INTS = ("cga_cluster_size", "min_ctas", "max_ctas", "split_share", "cta_policy",
+                "traffic_class")
+# NCCLConfig fields nccl_core does not pass to NCCL, and why.
+_CONFIG_REFUSED = {
+    "nvls_ctas": "nccl_core never creates NVLink SHARP (NVLS) resources",
+    "collnet_enable": "nccl_core does not configure CollNet",
+    "max_p2p_peers": "nccl_core does not pass maxP2pPeers to NCCL",
+}
+
+
+def from_torch_nccl_options(torch_opts, options_type=None):
+    """``nccl_core_backend.Options`` equivalent to torch's ``ProcessGroupNCCL.Options``.
+
+    Mapped: ``is_high_priority_stream``, ``_timeout``, and ``config``'s
+    ``blocking``, ``cga_cluster_size``, ``min_ctas``, ``max_ctas``,
+    ``split_share``, ``cta_policy``, ``traffic_class``, ``net_name``,
+    ``comm_name`` (unset fields stay NCCL's defaults).  A field set to what
+    nccl_core cannot honour raises ``ValueError`` naming it: ``split_from``
+    (nccl_core splits from the default group by itself), ``config.nvls_ctas``,
+    ``config.collnet_enable``, ``config.max_p2p_peers``,
+    ``enable_reconfigure``, ``lazy_init``, ``use_pg_for_symm_mem_rendezvous``.
+    """
+    if options_type is None:
+        from nccl_core_backend._C import Options as options_type
+    opts = options_type()
+    opts.is_high_priority_stream = bool(torch_opts.is_high_priority_stream)
+    opts._timeout = torch_opts._timeout
+    if getattr(torch_opts, "split_from", None) is not None:
+        raise ValueError(
+            "ProcessGroupNCCL.Options.split_from cannot be honoured by nccl_core: it names a "
+            "ProcessGroupNCCL; nccl_core groups split from the default group by themselves "
+            "(leave split_from unset)")
+    for name in ("enable_reconfigure", "lazy_init", "use_pg_for_symm_mem_rendezvous"):
+        if getattr(torch_opts, name, False):
+            raise ValueError(
+                f"ProcessGroupNCCL.Options.{name}=True cannot be honoured by nccl_core "
+                "(leave it False)")
+    config = torch_opts.config
+    blocking = getattr(config, "blocking", _UNSET)
+    if blocking not in (_UNSET, None):
+        if blocking not in (0, 1):
+            raise ValueError(f"ProcessGroupNCCL.Options.config.blocking must be 0 or 1, got {blocking}")
+        opts.blocking = bool(blocking)
+    for name in _CONFIG_INTS:
+        value = getattr(config, name, _UNSET)
+        if value not in (_UNSET, None):
+            setattr(opts, name, int(value))
+    for name in ("net_name", "comm_name"):
+        value = getattr(config, name, None)
+        if value:
+            setattr(opts, name, str(value))
+    for name, why in _CONFIG_REFUSED.items():
+        value = getattr(config, name, _UNSET)
+        if value not in (_UNSET, None):
+            raise ValueError(
+                f"ProcessGroupNCCL.Options.config.{name}={value} cannot be honoured: {why} "
+                "(leave it unset)")
+    return opts
+
+
+def _is_torch_nccl_options(pg_options) -> bool:
+    try:
+        from torch.distributed import ProcessGroupNCCL
+    except ImportError:
+        return False
+    return isinstance(pg_options, ProcessGroupNCCL.Options)
+
+
 def make_options(pg_options=None, timeout=None, env: Mapping[str, str] | None = None):
     """The ``Options`` a new group is built with.
 
-    ``pg_options`` (copied, never mutated) must be ``nccl_core_backend.Options``
+    ``pg_options`` (copied, never mutated) must be ``nccl_core_backend.Options``,
+    torch's ``ProcessGroupNCCL.Options`` (mapped by ``from_torch_nccl_options``)
     or None; environment settings apply on top; ``timeout`` (a timedelta or
     seconds) is the group's timeout.
     """
@@ -142,10 +226,12 @@ def make_options(pg_options=None, timeout=None, env: Mapping[str, str] | None = 
         opts = Options()
     elif isinstance(pg_options, Options):
         opts = copy.copy(pg_options)
+    elif _is_torch_nccl_options(pg_options):
+        opts = from_torch_nccl_options(pg_options, Options)
     else:
         raise TypeError(
-            "pg_options for backend nccl_core must be nccl_core_backend.Options, "
-            f"got {type(pg_options).__name__}"
+            "pg_options for backend nccl_core must be nccl_core_backend.Options or "
+            f"torch.distributed.ProcessGroupNCCL.Options, got {type(pg_options).__name__}"
         )
     for key, value in env_settings(env).items():
         setattr(opts, key, value)

@@ -31,6 +31,8 @@ Backend::Backend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
   info_->label = (options_->group_name.empty() ? std::string("?") : options_->group_name) +
                  " (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")";
   recorder_ = std::make_unique<FlightRecorder>(options_->trace_buffer_size);
+  hooks_ = std::make_unique<CompletionHooks>();
+  timing_.store(options_->enable_timing);
 }
 
 Backend::~Backend() {
@@ -150,6 +152,7 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
                                                options_->desync_report_wait);
     hooks.tick = [this] { desync_->tick(); };
   }
+  hooks.on_done = [this](Work& w) { hooks_->finished(w); };
   watchdog_ = std::make_unique<Watchdog>(options_->watchdog_interval, options_->policy(),
                                          std::move(hooks), options_->heartbeat_timeout,
                                          info_->label);
@@ -393,6 +396,7 @@ void Backend::shutdown() {
   if (watchdog_) {
     watchdog_->stop();
   }
+  hooks_->stop();  // the hooks of ops that finished have run (bounded)
   record_error("process group has been shut down");
   // An error the watchdog found that nothing raised yet reaches the program
   // here, at destroy_process_group(), instead of passing in silence.

@@ -16,12 +16,23 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 
+#if NCCL_CORE_TORCH >= 215
+#include <torch/csrc/distributed/c10d/Hooks.hpp>
+#define NCCL_CORE_OVERRIDE_215 override
+#else
+#define NCCL_CORE_OVERRIDE_215
+#endif
+
+#include "backend/completion_hooks.h"
 #include "backend/desync.h"
+#include "backend/ephemeral_timeout.h"
 #include "backend/flight_recorder.h"
 #include "backend/symmetric.h"
 #include "fast/engine.h"
 #include "backend/options.h"
+#include "backend/profiling.h"
 #include "backend/work.h"
 #include "comm/communicator.h"
 
@@ -127,6 +138,40 @@ class Backend : public c10d::Backend {
   at::Tensor allocateTensor(long size, at::TensorOptions options = {}) override;
   bool supportsTensorAlloc(c10::DeviceIndex device) override;
 
+  // --- torch_tools.cpp: what torch's NCCL users reach for ----------------
+  // TORCH_NCCL_ENABLE_TIMING at run time: later ops are timed (op_timing.h).
+  void enableCollectivesTiming() override;
+  bool timing_enabled() const { return timing_.load(std::memory_order_relaxed); }
+  // ProcessGroup._register_on_completion_hook (completion_hooks.h).
+  void registerOnCompletionHook(
+      std::function<void(std::shared_ptr<c10d::WorkInfo>)>&& hook) override;
+  // Blocks until every op issued so far has finished on the GPU (or failed).
+  void waitForPendingWorks() override;
+  // torch.distributed._time_estimator: ops between start and end are handed
+  // to NCCL's simulator (ncclGroupSimulateEnd), never run; end returns NCCL's
+  // estimate in microseconds.  Outputs of those ops are left undefined.
+  bool supportsTimeEstimation() const override { return true; }
+  void startTimeEstimate() NCCL_CORE_OVERRIDE_215;
+  float endTimeEstimate() NCCL_CORE_OVERRIDE_215;
+  // ephemeral_timeout.h
+  void add_ephemeral_timeout(std::chrono::milliseconds delta) { ephemeral_.add(delta); }
+  std::chrono::milliseconds ephemeral_timeout() { return ephemeral_.current(); }
+  // NCCL's memory statistics of the communicator (ncclCommMemStats, NCCL
+  // >= 2.29.7; raises naming the release before).
+  std::unordered_map<std::string, uint64_t> memory_stats();
+  // Splits (ncclCommSplit) the group's communicator has performed.
+  uint64_t comm_split_count() const;
+  CompletionHooks& completion_hooks() { return *hooks_; }
+#if NCCL_CORE_TORCH >= 215
+  void addEphemeralTimeout(const std::chrono::milliseconds& timeout) override {
+    add_ephemeral_timeout(timeout);
+  }
+  bool supportsCompletionHooks() const override { return true; }
+  void registerCompletionHook(int64_t hook_id, c10d::CompletionHook hook) override;
+  void unregisterCompletionHook(int64_t hook_id) override;
+  std::unordered_map<std::string, uint64_t> getMemoryStats() override { return memory_stats(); }
+#endif
+
   // --- beyond c10d -----------------------------------------------------
   // The communicator on `device`, created on first use.
   std::shared_ptr<Communicator> communicator(
@@ -166,6 +211,12 @@ class Backend : public c10d::Backend {
   struct CallOpts {
     std::chrono::milliseconds timeout;
     bool async_op = true;
+    // The NaN check (nan_check.h) reads what this rank sends; false where
+    // the buffer holds nothing sent (a broadcast's non-root ranks).
+    bool sends = true;
+    // all_to_all_single's split sizes, for the profiler's record.
+    std::vector<int64_t> in_splits;
+    std::vector<int64_t> out_splits;
   };
   template <class O>
   static CallOpts call_opts(const O& o) {
@@ -210,6 +261,7 @@ class Backend : public c10d::Backend {
   std::unique_ptr<at::cuda::CUDAEvent> ready_event_; // reused for stream sync
   std::optional<at::Device> device_;
   // Declared before the watchdog, whose thread reads them.
+  std::unique_ptr<CompletionHooks> hooks_;  // finished ops are reported here
   std::unique_ptr<FlightRecorder> recorder_;
   std::unique_ptr<DesyncReporter> desync_;
   std::unique_ptr<Watchdog> watchdog_;
@@ -226,6 +278,11 @@ class Backend : public c10d::Backend {
   bool timed_out_ = false;
   bool watchdog_error_ = false;  // error_ came from the watchdog, not abort()/shutdown()
   std::shared_ptr<GroupInfo> info_;
+  EphemeralTimeouts ephemeral_;
+  std::atomic<bool> timing_{false};
+  bool estimating_ = false;  // inside startTimeEstimate .. endTimeEstimate
+  // The record_param_comms description of this group (profiling.h).
+  profiling::GroupDescription describe() const;
 
   c10::intrusive_ptr<Backend> split_parent_;
   int split_color_ = -1;

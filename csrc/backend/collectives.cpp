@@ -151,7 +151,9 @@ WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors,
                     "nccl_core broadcast: root ", opts.rootRank,
                     " out of range for group size ", size_);
   auto dev = pick_device(&t);
-  return launch(OpType::BROADCAST, dev, {}, {t}, call_opts(opts), "broadcast",
+  CallOpts call = call_opts(opts);
+  call.sends = opts.rootRank == rank_;
+  return launch(OpType::BROADCAST, dev, {}, {t}, call, "broadcast",
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf b = buf(t, "broadcast");
                   auto* f = fast_path();

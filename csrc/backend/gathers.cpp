@@ -234,7 +234,9 @@ WorkPtr Backend::scatter(std::vector<at::Tensor>& outputs,
     ins = inputs[0];
   }
   auto dev = pick_device(&output);
-  return launch(OpType::SCATTER, dev, ins, {output}, call_opts(opts), "scatter",
+  CallOpts call = call_opts(opts);
+  call.sends = rank_ == root;
+  return launch(OpType::SCATTER, dev, ins, {output}, call, "scatter",
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   Buf out = buf(output, "scatter");
                   const void* send = nullptr;

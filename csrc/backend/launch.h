@@ -21,6 +21,7 @@
 
 #include "backend/backend.h"
 #include "backend/errors.h"
+#include "backend/nan_check.h"
 #include "backend/profiling.h"
 #include "backend/watchdog.h"
 #include "util/host_profile.h"
@@ -62,6 +63,16 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       numel_out += t.numel();
       dtype = t.scalar_type();
     }
+    if (inputs.empty()) {
+      numel_in = numel_out;  // in place (all_reduce, broadcast): as backend nccl reports
+    }
+    // torch's record_param_comms event, open until this call returns.
+    std::optional<profiling::CommsRecord> comms_record;
+    if (profiling) {
+      comms_record.emplace(describe(), type, seq, inputs, outputs, numel_in, numel_out, dtype,
+                           call.in_splits, call.out_splits);
+    }
+    const bool timing = timing_enabled() && !capturing && !estimating_;
     if (!work) {
       work = c10::make_intrusive<Work>(rank_, type, seq, device, comm,
                                        timeout_of(call.timeout), options_->blocking_wait,
@@ -71,11 +82,27 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       work->numel_in = numel_in;
       work->numel_out = numel_out;
       work->dtype = dtype;
+      if (ephemeral_.any()) {
+        work->extend_timeout(ephemeral_.extension_for(work));
+      }
+      if (estimating_) {
+        work->mark_simulated();  // NCCL simulates it; nothing will run
+      }
     }
     work->captured = work->captured || capturing;
     if (!on_current) {
       ready_event_->record(current);
       ready_event_->block(stream);
+    }
+    if (options_->nan_check && call.sends && !estimating_) {
+      c10::cuda::CUDAStreamGuard on_stream(stream);
+      check_for_nan(inputs.empty() ? outputs : inputs, what, seq, capturing);
+    }
+    if (timing && !work->timer) {
+      work->timer = std::make_unique<OpTimer>();
+      work->timer->start(stream);
+    }
+    if (!on_current) {
       for (auto& t : inputs) {
         work->stash.push_back(std::move(t));
       }
@@ -93,8 +120,11 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
     // with a timeout of its own or blocking wait.
     fast::Engine* reporter = capturing ? nullptr : fast_path();
     if (reporter != nullptr) {
+      // Timing, completion hooks and ephemeral timeouts need the watchdog to
+      // see the op finish (or keep it until then).
       reporter->arm(on_current && !options_->blocking_wait &&
-                        call.timeout == c10d::kUnsetTimeout && !profiling,
+                        call.timeout == c10d::kUnsetTimeout && !profiling && !timing &&
+                        !hooks_->active() && !ephemeral_.any(),
                     seq);
     }
     uint64_t ticket = 0;  // of the call, once the fast path has launched it
@@ -106,7 +136,9 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       HostCall guard(*comm, what);
       prof.mark(hp::kGuard);
       try {
-        fn(*comm, stream.stream(), *work);
+        if (!(estimating_ && size_ == 1)) {  // alone there is nothing to estimate
+          fn(*comm, stream.stream(), *work);
+        }
       } catch (...) {
         if (reporter != nullptr) {
           reporter->take_ticket();  // disarm (a kernel it launched still reports)

@@ -67,6 +67,12 @@ struct GroupOptions : c10d::Backend::Options {
   size_t push_max_bytes = 64 * 1024 * 1024;
   // Blocks (SMs) a push all_reduce runs on, at most (1..128).
   int push_ctas = 32;
+  // TORCH_NCCL_ENABLE_TIMING: ops are timed for work._get_duration() and the
+  // completion hooks (op_timing.h).
+  bool enable_timing = false;
+  // TORCH_NCCL_NAN_CHECK: what ops send is checked for NaN first
+  // (nan_check.h).
+  bool nan_check = false;
   CommConfig config;
 };
 

@@ -75,7 +75,10 @@ WorkPtr Backend::alltoall_base(at::Tensor& output, at::Tensor& input,
                       "nccl_core all_to_all_single: input and output sizes differ");
   }
   auto dev = pick_device(&input);
-  return launch(OpType::ALLTOALL_BASE, dev, {input}, {output}, call_opts(opts),
+  CallOpts call = call_opts(opts);
+  call.in_splits = input_splits;
+  call.out_splits = output_splits;
+  return launch(OpType::ALLTOALL_BASE, dev, {input}, {output}, call,
                 "all_to_all_single",
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf in = buf(input, "all_to_all_single");
@@ -172,7 +175,9 @@ WorkPtr Backend::recv(std::vector<at::Tensor>& tensors, int src, int /*tag*/) {
   check_peer(src, size_, "recv");
   auto& t = tensors[0];
   auto dev = pick_device(&t);
-  return launch(OpType::RECV, dev, {}, {t}, CallOpts{c10d::kUnsetTimeout}, "recv",
+  CallOpts call{c10d::kUnsetTimeout};
+  call.sends = false;
+  return launch(OpType::RECV, dev, {}, {t}, call, "recv",
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf b = buf(t, "recv");
                   c.call(ncclRecv(b.ptr, b.count, b.type, src, c.get(), s), "ncclRecv");

@@ -42,6 +42,14 @@ void Watchdog::stop() {
     thread_.join();
   }
   std::lock_guard<std::mutex> lock(mutex_);
+  // Ops that finished since the last sweep still report their completion.
+  if (hooks_.on_done) {
+    for (auto& e : entries_) {
+      if (e.work->exception() == nullptr && e.work->gpu_done()) {
+        hooks_.on_done(*e.work);
+      }
+    }
+  }
   entries_.clear();
 }
 
@@ -190,6 +198,9 @@ void Watchdog::sweep() {
   for (auto& e : snapshot) {
     if (done.count(e.work.get()) != 0) {
       e.work->release_tensors();
+      if (hooks_.on_done && e.work->exception() == nullptr) {
+        hooks_.on_done(*e.work);
+      }
     }
   }
   std::lock_guard<std::mutex> lock(mutex_);

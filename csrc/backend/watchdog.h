@@ -37,6 +37,9 @@ class Watchdog {
     std::function<std::string(uint64_t at)> explain;
     // Every sweep: lets the backend answer peers' requests for its state.
     std::function<void()> tick;
+    // An op finished without error (completion_hooks.h); also for those
+    // found finished when the watchdog stops.
+    std::function<void(Work&)> on_done;
   };
   // `heartbeat`: how long the thread may go without a sweep before the
   // heartbeat monitor ends the process (0: not watched); `label` names the

@@ -32,6 +32,9 @@ Work::Work(int rank, c10d::OpType type, uint64_t seq, at::Device device,
 Work::~Work() = default;
 
 void Work::record_end(const c10::cuda::CUDAStream& stream) {
+  if (timer) {
+    timer->end(stream);
+  }
   end_event_.record(stream);
   stream_ = stream.stream();
   recorded = true;
@@ -86,8 +89,48 @@ bool Work::isCompleted() {
 }
 
 bool Work::isSuccess() const {
+  // Polls the GPU like isCompleted(): no lag until the watchdog's next sweep.
+  // gpu_done only updates atomics and the profiler record; the const is
+  // torch's signature, not a promise this object is immutable.
+  bool done = const_cast<Work*>(this)->gpu_done();
   std::lock_guard<std::mutex> lock(mutex_);
-  return done_.load() && exception_ == nullptr;
+  return done && exception_ == nullptr;
+}
+
+float Work::getDuration() const {
+  NCCL_CORE_CHECK_STATE(timer != nullptr,
+                        "nccl_core: getDuration() needs op timing: set TORCH_NCCL_ENABLE_TIMING=1 "
+                        "(or NCCL_CORE_ENABLE_TIMING=1, or Options.enable_timing, or call "
+                        "backend._enable_collectives_timing()) before the op is issued; ops "
+                        "captured in a CUDA graph or issued in a time estimate are never timed");
+  return timer->elapsed_ms();
+}
+
+uint64_t Work::completion_key() const {
+#if NCCL_CORE_TORCH >= 215
+  return getCompletionKey();
+#else
+  return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(this));
+#endif
+}
+
+void Work::mark_simulated() {
+  simulated_ = true;
+  done_.store(true, std::memory_order_release);
+  close_record();
+}
+
+std::shared_ptr<c10d::WorkInfo> Work::info(std::chrono::steady_clock::time_point finished) {
+  float active_ms = 0.0f;
+  if (timer && exception() == nullptr) {
+    try {
+      active_ms = timer->elapsed_ms();
+    } catch (const std::exception&) {
+      active_ms = 0.0f;  // not timed to the end (a failed op): no duration
+    }
+  }
+  return std::make_shared<c10d::WorkInfo>(opType_, seq_, start_, finished,
+                                          std::chrono::duration<float>(active_ms / 1000.0f));
 }
 
 std::exception_ptr Work::exception() const {
@@ -154,6 +197,9 @@ void Work::release_tensors() {
 }
 
 void Work::blockCurrentStream() {
+  if (simulated_) {
+    return;  // simulated by NCCL in a time estimate: nothing ran
+  }
   auto current = at::cuda::getCurrentCUDAStream(device_.index());
   if (progress_ && current.stream() == stream_) {
     return;  // the op ran on this stream: order is implied

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "backend/event_pool.h"
+#include "backend/op_timing.h"
 
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAStream.h>
@@ -65,6 +66,8 @@ class Work : public c10d::Work {
   void blockCurrentStream() override;
   void abort() override;
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
+  // Milliseconds the GPU spent in the op, with timing on (op_timing.h).
+  float getDuration() const override;
   uint64_t getSequencenumber() const override;
   std::chrono::milliseconds getTimeout() const;
 
@@ -89,7 +92,24 @@ class Work : public c10d::Work {
   std::string timeout_message(std::chrono::milliseconds limit, const std::string& outcome) const;
   // Drops the tensors the GPU no longer needs.
   void release_tensors();
+  // An op issued inside a time estimate (Backend::startTimeEstimate): NCCL
+  // only simulates it, so it is complete at once and nothing waits on it.
+  void mark_simulated();
+  // What a completion hook is told (torch's WorkInfo): enqueue and
+  // completion times, and the GPU time where the op was timed.
+  std::shared_ptr<c10d::WorkInfo> info(std::chrono::steady_clock::time_point finished);
 
+  // An ephemeral extension (ephemeral_timeout.h), before the op is watched.
+  void extend_timeout(std::chrono::milliseconds extra) {
+    if (timeout_.count() > 0) {
+      timeout_ += extra;
+    }
+  }
+  // What torch >= 2.15's completion hooks correlate this op by.
+  uint64_t completion_key() const;
+
+  // Set when timing is on (op_timing.h), before the op's kernels.
+  std::unique_ptr<OpTimer> timer;
   std::vector<at::Tensor> outputs;
   std::vector<at::Tensor> stash; // inputs and temporaries kept alive
   // Runs after the NCCL calls are launched (after the group ends inside a
@@ -109,12 +129,13 @@ class Work : public c10d::Work {
   const uint64_t seq_;
   const at::Device device_;
   std::shared_ptr<Communicator> comm_;
-  const std::chrono::milliseconds timeout_;
+  std::chrono::milliseconds timeout_;  // extended only before it is watched
   const bool blocking_wait_;
   const std::chrono::steady_clock::time_point start_;
   PooledEvent end_event_;
   cudaStream_t stream_ = nullptr;  // where the end event was recorded
   std::atomic<bool> done_{false};
+  bool simulated_ = false;  // mark_simulated: nothing to wait for
   std::atomic<bool> record_closed_{false};
   void close_record();  // the profiler record, once
   std::shared_ptr<fast::Progress> progress_;  // set: tracked by its kernel

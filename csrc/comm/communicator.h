@@ -137,6 +137,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::string last_error() const;
   // ncclCommMemStats (NCCL >= 2.29.7).
   uint64_t mem_stat(newer::MemStat stat) const;
+  // ncclCommSplit calls made on this communicator (color or no color).
+  uint64_t split_count() const { return splits_.load(); }
 
   // Best-effort cudaDeviceSynchronize on this device (relaxed capture
   // mode, errors cleared), waited for up to the timeout: before memory that
@@ -208,6 +210,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   const int device_;
   const bool blocking_;
   std::atomic<bool> warmed_up_{false};
+  std::atomic<uint64_t> splits_{0};
   std::atomic<int> lsa_spans_all_{-1};  // -1 not asked yet
   std::atomic<std::chrono::milliseconds> timeout_;
   std::atomic<State> state_{State::Live};

@@ -159,8 +159,9 @@ std::shared_ptr<Communicator> Communicator::make_child(const char* what, bool bl
                                                        F&& start) {
   ncclComm_t parent = get();
   ncclComm_t child = nullptr;
-  if (blocking_) {
-    // Collective on the parent: bounded like any blocking host call.
+  if (blocking_ && blocking) {
+    // Collective on the parent: bounded like any blocking host call.  A
+    // non-blocking child (or parent) hands out the child asynchronously.
     HostCall guard(*this, what);
     ncclResult_t r = start(&child);
     guard.rethrow_if_expired();
@@ -202,6 +203,7 @@ std::shared_ptr<Communicator> Communicator::split(
   DeviceScope scope(device_);
   ncclConfig_t cfg = to_nccl(config);
   ncclComm_t parent = get();
+  splits_.fetch_add(1);
   return make_child("ncclCommSplit", config.blocking, timeout, [&](ncclComm_t* child) {
     return ncclCommSplit(parent, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, child, &cfg);
   });

@@ -114,6 +114,13 @@ void bind_backend(py::module_& m) {
       .def_property(
           "comm_name", [](const GroupOptions& o) { return o.config.comm_name; },
           [](GroupOptions& o, const std::string& v) { o.config.comm_name = v; })
+      .def_readwrite("enable_timing", &GroupOptions::enable_timing,
+                     "Time every op on the GPU for work._get_duration() and completion "
+                     "hooks (TORCH_NCCL_ENABLE_TIMING; default False)")
+      .def_readwrite("nan_check", &GroupOptions::nan_check,
+                     "Refuse an op whose data to send holds NaN, with a ValueError naming "
+                     "the op (TORCH_NCCL_NAN_CHECK; default False; one reduction and one "
+                     "host wait per op)")
       .def("__copy__", [](const GroupOptions& o) { return copy_of(o); })
       .def("__deepcopy__", [](const GroupOptions& o, py::dict) { return copy_of(o); });
 
@@ -146,6 +153,25 @@ void bind_backend(py::module_& m) {
            "The flight recorder's entries, oldest first: 'seq N OP DTYPE IN>OUT done|pending'.")
       .def("_stall_watchdog", &Backend::stall_watchdog, py::arg("pause"),
            "Tests: the watchdog sleeps `pause` before its next sweep (a stuck watchdog).")
+      .def("_add_ephemeral_timeout", &Backend::add_ephemeral_timeout, py::arg("timeout"),
+           "Adds `timeout` to the timeout of ops issued from now until the first of them "
+           "completes (as backend nccl's).")
+      .def("_ephemeral_timeout", &Backend::ephemeral_timeout,
+           "The ephemeral extension in force now (tests).")
+      .def("_set_default_timeout", &Backend::setTimeout, py::arg("timeout"),
+           "The timeout of later ops that name none.")
+      .def("_start_time_estimate", &Backend::startTimeEstimate,
+           py::call_guard<py::gil_scoped_release>(),
+           "Ops until _end_time_estimate() are simulated by NCCL, not run.")
+      .def("_end_time_estimate", &Backend::endTimeEstimate,
+           py::call_guard<py::gil_scoped_release>(),
+           "NCCL's estimate of the simulated ops, in microseconds.")
+      .def("comm_split_count", &Backend::comm_split_count,
+           "ncclCommSplit calls made on the group's communicator.")
+      .def("memory_stats", &Backend::memory_stats,
+           "NCCL's memory statistics of the communicator (ncclCommMemStats, NCCL >= 2.29.7).")
+      .def("_is_initialized", &Backend::has_communicator,
+           "Whether the group's communicator exists.")
       .def_property_readonly("nccl_core_options", &Backend::options)
       .def_property_readonly("options", &Backend::options,
                              "The group's Options (torch 2.11 has no base binding).")

@@ -1,0 +1,113 @@
+// What torch's NCCL users reach for beyond the collectives: op timing,
+// completion hooks, pending-work waits, collective time estimates, memory
+// statistics, split counts, and the profiler's group description.
+#include <algorithm>
+#include <thread>
+
+#include "backend/backend.h"
+#include "backend/errors.h"
+#include "backend/watchdog.h"
+#include "nccl/api.h"
+
+namespace nccl_core {
+
+void Backend::enableCollectivesTiming() {
+  timing_.store(true);
+}
+
+void Backend::registerOnCompletionHook(
+    std::function<void(std::shared_ptr<c10d::WorkInfo>)>&& hook) {
+  hooks_->set_on_completion(std::move(hook));
+}
+
+#if NCCL_CORE_TORCH >= 215
+void Backend::registerCompletionHook(int64_t hook_id, c10d::CompletionHook hook) {
+  NCCL_CORE_CHECK_VALUE(hook != nullptr, "nccl_core: completion hook ", hook_id, " is empty");
+  hooks_->add(hook_id, [hook = std::move(hook)](uint64_t key, std::optional<float> ms) {
+    c10d::CompletionHookArgs args;
+    args.completionKey = key;
+    args.duration_ms = ms;
+    hook(args);
+  });
+}
+
+void Backend::unregisterCompletionHook(int64_t hook_id) {
+  hooks_->remove(hook_id);
+}
+#endif
+
+void Backend::waitForPendingWorks() {
+  check_healthy();
+  if (!watchdog_) {
+    return;  // nothing was ever issued
+  }
+  // Polls like Work::wait on the host; an op that never finishes fails by
+  // the watchdog's timeout, which ends the wait with its error.
+  auto pause = std::chrono::microseconds(10);
+  while (!watchdog_->drained()) {
+    check_healthy();
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
+  check_healthy();
+}
+
+void Backend::startTimeEstimate() {
+  NCCL_CORE_CHECK_STATE(!estimating_, "nccl_core: startTimeEstimate inside a time estimate");
+  startCoalescing();  // NCCL's group, opened once the communicator exists
+  estimating_ = true;
+}
+
+float Backend::endTimeEstimate() {
+  NCCL_CORE_CHECK_STATE(estimating_, "nccl_core: endTimeEstimate without startTimeEstimate");
+  estimating_ = false;
+  coalescing_ = false;
+  bool was_open = group_open_;
+  group_open_ = false;
+  c10::intrusive_ptr<Work> work = std::move(coalesced_);
+  coalesced_.reset();
+  if (work) {
+    work->epilogue.clear();  // nothing ran: nothing to copy out
+    work->release_tensors();
+  }
+  if (!was_open) {
+    destroy_redops();
+    return 0.0f;  // no op reached NCCL (none issued, or a one-rank group)
+  }
+  ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
+  NCCL_CORE_CHECK(comm_ ? comm_->get() : nullptr, ncclGroupSimulateEnd(&sim));
+  destroy_redops();
+  // NCCL leaves its initial -1 when the group held no NCCL call (a one-rank
+  // group, where nccl_core reduces alone): nothing to wait for.
+  return sim.estimatedTime < 0 ? 0.0f : sim.estimatedTime;
+}
+
+std::unordered_map<std::string, uint64_t> Backend::memory_stats() {
+  NCCL_CORE_CHECK_STATE(comm_ != nullptr,
+                        "nccl_core: memory_stats: the group has no communicator yet (pass "
+                        "device_id= to init_process_group, or run a collective first)");
+  return {
+      {"gpu_mem_suspend", comm_->mem_stat(newer::MemStat::GpuMemSuspend)},
+      {"gpu_mem_suspended", comm_->mem_stat(newer::MemStat::GpuMemSuspended)},
+      {"gpu_mem_persist", comm_->mem_stat(newer::MemStat::GpuMemPersist)},
+      {"gpu_mem_total", comm_->mem_stat(newer::MemStat::GpuMemTotal)},
+  };
+}
+
+uint64_t Backend::comm_split_count() const {
+  return comm_ ? comm_->split_count() : 0;
+}
+
+profiling::GroupDescription Backend::describe() const {
+  profiling::GroupDescription d;
+  d.name = getGroupUid().empty() ? options_->group_name : getGroupUid();
+  d.desc = getGroupDesc();
+  d.rank = rank_;
+  d.size = size_;
+  for (uint64_t r : options_->global_ranks_in_group) {
+    d.global_ranks.push_back(static_cast<int64_t>(r));
+  }
+  return d;
+}
+
+}  // namespace nccl_core
