@@ -1,13 +1,15 @@
 """DistributedDataParallel training of a small MLP over nccl_core.
 
     torchrun --nproc-per-node=N examples/ddp_train.py [--steps 300] [--backend nccl]
-        [--comm-hook fp16|bf16] [--losses-out losses.json]
+        [--comm-hook fp16|bf16] [--losses-out losses.json] [--trace-out trace.json]
 
 The task is synthetic regression: targets come from a fixed random "teacher"
 network, inputs from a generator seeded per rank, so nothing is downloaded
 and runs are reproducible.  ``--backend nccl`` runs the same job on torch's
 own NCCL backend for comparison; ``--losses-out`` writes the per-step mean
-loss so two runs can be compared number by number.
+loss so two runs can be compared number by number; ``--trace-out`` profiles
+the last steps with torch.profiler and writes rank 0's Chrome trace
+(``python scripts/trace_table.py trace.json`` lists the collectives in it).
 """
 
 from __future__ import annotations
@@ -54,6 +56,9 @@ def main() -> None:
     p.add_argument("--comm-hook", choices=["none", "fp16", "bf16"], default="none",
                    help="gradient compression hook of torch.distributed.algorithms")
     p.add_argument("--losses-out", default="", help="write every step's mean loss (JSON)")
+    p.add_argument("--trace-out", default="",
+                   help="profile the last --trace-steps steps; rank 0 writes a Chrome trace")
+    p.add_argument("--trace-steps", type=int, default=5)
     args = p.parse_args()
     if args.steps < 1:
         p.error("--steps must be >= 1")
@@ -85,7 +90,14 @@ def main() -> None:
     first = last = None
     losses: list[float] = []
     start = time.perf_counter()
+    profiler = None
     for step in range(1, args.steps + 1):
+        if args.trace_out and step == max(1, args.steps - args.trace_steps + 1):
+            from torch.profiler import ProfilerActivity, profile
+
+            profiler = profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA],
+                               record_shapes=True)
+            profiler.__enter__()
         x = torch.randn(args.batch, d_in, device=device, generator=gen)
         with torch.no_grad():
             y = teacher(x)
@@ -108,6 +120,11 @@ def main() -> None:
                 print(f"step {step:5d}  loss {value:.6f}", flush=True)
     torch.cuda.synchronize()
     elapsed = time.perf_counter() - start
+    if profiler is not None:
+        profiler.__exit__(None, None, None)
+        if rank == 0:
+            profiler.export_chrome_trace(args.trace_out)
+            print(f"trace of the last {args.trace_steps} steps: {args.trace_out}", flush=True)
 
     # DDP keeps replicas identical: compare a parameter checksum across ranks.
     checksum = torch.stack([q.detach().double().sum() for q in model.parameters()]).sum()

@@ -70,6 +70,8 @@ class Options(Backend.Options):
     traffic_class: int
     net_name: str
     comm_name: str
+    enable_timing: bool
+    nan_check: bool
     def __init__(self, timeout: timedelta = ...) -> None: ...
 
 class ProcessGroupNcclCore(Backend):
@@ -80,6 +82,18 @@ class ProcessGroupNcclCore(Backend):
     def options(self) -> Options: ...
     @property
     def nccl_core_options(self) -> Options: ...
+    def _add_ephemeral_timeout(self, timeout: timedelta) -> None:
+        """Adds `timeout` to ops issued from now until the first of them completes."""
+    def _ephemeral_timeout(self) -> timedelta: ...
+    def _set_default_timeout(self, timeout: timedelta) -> None: ...
+    def _start_time_estimate(self) -> None:
+        """Ops until _end_time_estimate() are simulated by NCCL, not run."""
+    def _end_time_estimate(self) -> float:
+        """NCCL's estimate of the simulated ops, in microseconds."""
+    def comm_split_count(self) -> int: ...
+    def memory_stats(self) -> dict[str, int]:
+        """NCCL's memory statistics of the communicator (NCCL >= 2.29.7)."""
+    def _is_initialized(self) -> bool: ...
 
 class CommResource:
     def close(self) -> None: ...

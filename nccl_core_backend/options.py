@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import os
+import warnings
 from datetime import timedelta
 from typing import Mapping
 
@@ -212,6 +213,41 @@ def _is_torch_nccl_options(pg_options) -> bool:
     return isinstance(pg_options, ProcessGroupNCCL.Options)
 
 
+# torch's NCCL variables that nccl_core reads differently or not at all, and
+# what it does instead (docs/migrating.md has the whole table).
+UNHONOURED_TORCH_ENV = {
+    "TORCH_NCCL_DUMP_ON_TIMEOUT": "the flight recorder's entries and the desync report are "
+                                  "part of the timeout error itself; nothing is dumped to files",
+    "TORCH_NCCL_DEBUG_INFO_TEMP_FILE": "no dump files (see TORCH_NCCL_DUMP_ON_TIMEOUT)",
+    "TORCH_NCCL_DEBUG_INFO_PIPE_FILE": "no dump files (see TORCH_NCCL_DUMP_ON_TIMEOUT)",
+    "TORCH_NCCL_EXTRA_DUMP_ON_EXEC": "no dump files (see TORCH_NCCL_DUMP_ON_TIMEOUT)",
+    "TORCH_NCCL_WAIT_TIMEOUT_DUMP_MILSEC": "no dump files; the desync report waits "
+                                           "Options.desync_report_wait",
+    "TORCH_NCCL_DESYNC_DEBUG": "the desync report is always on (Options.trace_buffer_size > 0)",
+    "TORCH_NCCL_BCAST_UNIQUEID": "the unique id always travels through the store",
+    "TORCH_NCCL_RANKS_PER_ROOT": "communicators are created with ncclCommInitRankConfig",
+    "TORCH_NCCL_PROPAGATE_ERROR": "errors are not propagated between ranks through the store; "
+                                  "peers of a failed rank time out and report a desync",
+    "TORCH_NCCL_TRACE_CPP_STACK": "no C++ stacks in the flight recorder",
+    "TORCH_NCCL_LOG_CPP_STACK_ON_UNCLEAN_SHUTDOWN": "no C++ stacks are logged",
+    "TORCH_NCCL_COORD_CHECK_MILSEC": "no cross-rank dump coordination",
+    "TORCH_NCCL_RETHROW_CUDA_ERRORS": "CUDA errors are always raised",
+    "TORCH_NCCL_NONBLOCKING_TIMEOUT": "non-blocking communicators use the group's timeout",
+}
+_warned_env: set[str] = set()
+
+
+def warn_unhonoured_env(env: Mapping[str, str] | None = None) -> list[str]:
+    """Warns once per variable about set TORCH_NCCL_* variables nccl_core does
+    not read (so a setting never passes in silence); returns their names."""
+    env = os.environ if env is None else env
+    names = [n for n in UNHONOURED_TORCH_ENV if n in env and n not in _warned_env]
+    for n in names:
+        _warned_env.add(n)
+        warnings.warn(f"nccl_core does not read {n}: {UNHONOURED_TORCH_ENV[n]}", stacklevel=3)
+    return names
+
+
 def make_options(pg_options=None, timeout=None, env: Mapping[str, str] | None = None):
     """The ``Options`` a new group is built with.
 
@@ -235,6 +271,7 @@ def make_options(pg_options=None, timeout=None, env: Mapping[str, str] | None = 
         )
     for key, value in env_settings(env).items():
         setattr(opts, key, value)
+    warn_unhonoured_env(env)
     if timeout is not None:
         if not isinstance(timeout, timedelta):
             timeout = timedelta(seconds=float(timeout))

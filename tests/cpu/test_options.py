@@ -343,3 +343,83 @@ def test_push_ctas_out_of_range_is_refused():
             opts.push_ctas = bad
     opts.push_ctas = 128
     assert opts.push_ctas == 128
+
+
+# --- timing, NaN check, torch's own options ------------------------------
+
+
+@pytest.mark.parametrize("name", ["TORCH_NCCL_ENABLE_TIMING", "NCCL_CORE_ENABLE_TIMING"])
+def test_timing_from_env(name):
+    assert env_settings({name: "1"}) == {"enable_timing": True}
+    assert make_options(env={name: "1"}).enable_timing is True
+
+
+@pytest.mark.parametrize("name", ["TORCH_NCCL_NAN_CHECK", "NCCL_CORE_NAN_CHECK"])
+def test_nan_check_from_env(name):
+    assert env_settings({name: "yes"}) == {"nan_check": True}
+    assert make_options(env={name: "1"}).nan_check is True
+
+
+def test_timing_and_nan_check_are_off_by_default():
+    o = make_options(env={})
+    assert o.enable_timing is False and o.nan_check is False
+
+
+def _torch_nccl_options():
+    dist = pytest.importorskip("torch.distributed")
+    if not hasattr(dist, "ProcessGroupNCCL"):
+        pytest.skip("this torch was built without NCCL: no ProcessGroupNCCL.Options")
+    return dist.ProcessGroupNCCL.Options()
+
+
+def test_torch_nccl_options_map_onto_ours():
+    t = _torch_nccl_options()
+    t.is_high_priority_stream = True
+    t._timeout = timedelta(seconds=77)
+    t.config.max_ctas = 16
+    t.config.min_ctas = 4
+    t.config.cga_cluster_size = 2
+    t.config.blocking = 0
+    t.config.net_name = "Socket"
+    o = make_options(t, env={})
+    assert isinstance(o, Options)
+    assert o.is_high_priority_stream and o._timeout == timedelta(seconds=77)
+    assert (o.max_ctas, o.min_ctas, o.cga_cluster_size) == (16, 4, 2)
+    assert o.blocking is False and o.net_name == "Socket"
+    assert o.split_share == INT_MIN and o.cta_policy == INT_MIN  # unset stays NCCL's default
+    assert t.config.max_ctas == 16  # torch's object is not touched
+
+
+def test_torch_nccl_options_defaults_leave_ours():
+    o = make_options(_torch_nccl_options(), env={})
+    d = make_options(env={})
+    for name in ("blocking", "max_ctas", "min_ctas", "cga_cluster_size", "split_share",
+                 "is_high_priority_stream", "net_name", "comm_name"):
+        assert getattr(o, name) == getattr(d, name), name
+
+
+@pytest.mark.parametrize("field", ["nvls_ctas", "collnet_enable", "max_p2p_peers"])
+def test_torch_nccl_config_fields_we_cannot_honour(field):
+    t = _torch_nccl_options()
+    if not hasattr(t.config, field):
+        pytest.skip(f"this torch's NCCLConfig has no {field}")
+    setattr(t.config, field, 1)
+    with pytest.raises(ValueError, match=field):
+        make_options(t, env={})
+
+
+def test_blocking_config_must_be_zero_or_one():
+    t = _torch_nccl_options()
+    t.config.blocking = 5
+    with pytest.raises(ValueError, match="blocking"):
+        make_options(t, env={})
+
+
+def test_unhonoured_torch_variables_warn_once(recwarn):
+    from nccl_core_backend import options
+
+    env = {"TORCH_NCCL_DUMP_ON_TIMEOUT": "1", "TORCH_NCCL_ENABLE_TIMING": "1"}
+    options._warned_env.discard("TORCH_NCCL_DUMP_ON_TIMEOUT")
+    with pytest.warns(UserWarning, match="TORCH_NCCL_DUMP_ON_TIMEOUT"):
+        assert options.warn_unhonoured_env(env) == ["TORCH_NCCL_DUMP_ON_TIMEOUT"]
+    assert options.warn_unhonoured_env(env) == []  # once per process

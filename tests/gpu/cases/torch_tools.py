@@ -192,7 +192,17 @@ def tools_completion_hook(ctx):
             fail(f"hook: finished {finished} before started {started}")
         if active.total_seconds() <= 0:
             fail(f"hook: active duration {active} with timing on")
+    # Ops still queued for the hook run at shutdown, which must not stall on
+    # the GIL that the Python hook needs.
+    dist.all_reduce(torch.ones(4, device=ctx.device), group=g)
+    n_before = len(seen)
+    t0 = time.monotonic()
     dist.destroy_process_group(g)
+    took = time.monotonic() - t0
+    if took > 2.0:
+        fail(f"destroy_process_group with a completion hook took {took:.1f} s")
+    if len(seen) != n_before + 1:
+        fail(f"the last op's hook did not run by shutdown ({len(seen) - n_before} calls)")
 
 
 @case(min_world=1)
