@@ -67,6 +67,12 @@ struct GroupOptions : c10d::Backend::Options {
   size_t push_max_bytes = 64 * 1024 * 1024;
   // Blocks (SMs) a push all_reduce runs on, at most (1..128).
   int push_ctas = 32;
+  // Every caching-allocator segment on the group's device is registered with
+  // its communicator (ncclCommRegister), existing ones at creation and new
+  // ones as the allocator makes them, and deregistered before they are freed:
+  // torch's TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK
+  // (backend/segment_registry.h).
+  bool register_allocator_segments = false;
   CommConfig config;
 };
 
