@@ -17,4 +17,5 @@ from tests.gpu.cases import (  # noqa: F401
     symmetric,
     push,
     bad_input,
+    mem_pools,
 )
