@@ -53,8 +53,9 @@ void Backend::deregister_mem_pool(at::cuda::MemPool* pool) {
                     concat("nccl_core deregister_mem_pool: group ", info_->label,
                            " has no NCCL communicator, so no MemPool was registered with it"));
   }
+  // After shutdown or abort the registrations went with the communicator.
+  check_healthy();
   c10::cuda::CUDAGuard guard(*device_);
-  // Also after an abort: the records go, NCCL already freed the rest.
   surface_errors([&] { segments::Registry::get().remove_pool(comm_, pool->id()); });
 }
 

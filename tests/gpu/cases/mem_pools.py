@@ -156,6 +156,32 @@ def mem_pool_on_mem_allocator(ctx):
 
 
 @case(min_world=1)
+def mem_pool_on_the_world_group(ctx):
+    """The user's program as written for backend nccl: the world group's backend,
+    default options (nccl_core's fast path, push and automatic windows take the
+    sizes they cover; NCCL the rest, on registered memory)."""
+    sanity(ctx)  # the communicator exists (lazy launches create it here)
+    be = dist.group.WORLD._get_backend(torch.device("cuda"))
+    pool = torch.cuda.MemPool(be.mem_allocator)
+    with torch.cuda.use_mem_pool(pool):
+        warm = torch.empty(1 << 20, device=ctx.device)
+    be.register_mem_pool(pool)
+    _expect_registered(ctx, be, pool, False, "world group")
+    salt = 500
+    for n in (1000, 200003, 1500007):
+        for dtype in (torch.float32, torch.bfloat16) if n > 1000000 else DTYPES:
+            salt += 2
+            _collectives(ctx, None, _alloc(ctx, pool, dtype, n, salt), dtype, salt,
+                         f"world group n={n} {dtype}")
+    _expect_registered(ctx, be, pool, False, "world group after the collectives")
+    be.deregister_mem_pool(pool)
+    if be._registered_segments(pool)["segments"] != 0:
+        fail(f"world group: left registered {be._registered_segments(pool)}")
+    sanity(ctx)
+    del warm
+
+
+@case(min_world=1)
 def symmetric_mem_pool(ctx):
     g, be = _group(ctx)
     pool = torch.cuda.MemPool(be.mem_allocator)
@@ -223,6 +249,8 @@ def teardown_with_registered_pools(ctx):
             be.abort()
         if be._registered_segments() != {"segments": 0, "bytes": 0, "windows": 0}:
             fail(f"after {how}: still registered {be._registered_segments()}")
+        expect_raises(dist.DistBackendError, lambda: be.deregister_mem_pool(pool))
+        expect_raises(dist.DistBackendError, lambda: be.register_mem_pool(pool))
         # The memory outlives the group and is still usable elsewhere.
         x = tensors[1]
         x.fill_(ctx.rank + 1)
