@@ -46,6 +46,9 @@ def _is_vmm(ptr: int) -> bool: ...
 def _rma_native() -> bool: ...
 def _features(loaded: int | None = None) -> list[dict[str, Any]]: ...
 def _claimed_struct_version(loaded: int) -> int: ...
+def _set_comm_listener(listener: Any | None) -> None:
+    """listener(group_name, comm_ptr, device, up): a group's communicator was created
+    (up=True) or is about to be finalized or aborted (up=False)."""
 
 class Options(Backend.Options):
     is_high_priority_stream: bool
@@ -62,6 +65,7 @@ class Options(Backend.Options):
     push_min_bytes: int
     push_max_bytes: int
     push_ctas: int
+    register_allocator_segments: bool
     cga_cluster_size: int
     min_ctas: int
     max_ctas: int
@@ -78,6 +82,15 @@ class ProcessGroupNcclCore(Backend):
     def __init__(self, store: Store, rank: int, size: int, options: Options) -> None: ...
     def communicator(self, device: int | None = None) -> Communicator: ...
     def perform_nocolor_split(self, device: torch.device) -> None: ...
+    def register_mem_pool(self, pool: torch.cuda.MemPool, symm: bool = False) -> None:
+        """Every segment of `pool` registered with the group's communicator, now and as
+        the pool grows (symm=True: symmetric windows, collective; the pool must use
+        `mem_allocator`).  DistBackendError without a communicator; ValueError for a
+        pool on another device, one already registered, or symm=True on memory that
+        is not NCCL memory."""
+    def deregister_mem_pool(self, pool: torch.cuda.MemPool) -> None:
+        """ValueError for a pool that is not registered with this group."""
+    def _registered_segments(self, pool: torch.cuda.MemPool | None = None) -> dict[str, int]: ...
     @property
     def options(self) -> Options: ...
     @property

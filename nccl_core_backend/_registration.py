@@ -79,9 +79,10 @@ def _split_source(global_ranks):
 
 def create_backend(dist_backend_opts, pg_options):
     """Creator called by torch.distributed for every nccl_core group."""
-    from nccl_core_backend import _C
+    from nccl_core_backend import _C, _symm_publish
     from nccl_core_backend.options import make_options
 
+    _symm_publish.install()  # torch >= 2.15: symmetric memory finds our communicators
     opts = make_options(pg_options, dist_backend_opts.timeout)
     opts.group_name = str(dist_backend_opts.group_id)
     opts.global_ranks_in_group = list(dist_backend_opts.global_ranks_in_group)

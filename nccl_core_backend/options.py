@@ -21,6 +21,11 @@ NCCL_CORE_TRACE_BUFFER_SIZE   TORCH_NCCL_TRACE_BUFFER_SIZE  ops each rank keeps
 NCCL_CORE_ENABLE_TIMING       TORCH_NCCL_ENABLE_TIMING  ops timed on the GPU
                                                       (work._get_duration())
 NCCL_CORE_NAN_CHECK           TORCH_NCCL_NAN_CHECK    refuse ops sending NaN
+NCCL_CORE_REGISTER_ALLOCATOR_SEGMENTS
+                              TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK
+                              (and torch's older NCCL_USE_TENSOR_REGISTER_
+                              ALLOCATOR_HOOK): every caching-allocator segment
+                              is registered with the group's communicator
 ============================  ======================  =========================
 
 ``pg_options`` may also be torch's ``ProcessGroupNCCL.Options``: its fields map
@@ -98,6 +103,11 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
     nonblocking = _flag(env, ("NCCL_CORE_COMM_NONBLOCKING", "TORCH_NCCL_USE_COMM_NONBLOCKING"))
     if nonblocking is not None:
         out["blocking"] = not nonblocking
+    segments = _flag(env, ("NCCL_CORE_REGISTER_ALLOCATOR_SEGMENTS",
+                           "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK",
+                           "NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK"))
+    if segments is not None:
+        out["register_allocator_segments"] = segments
     high = _flag(env, ("NCCL_CORE_HIGH_PRIORITY", "TORCH_NCCL_HIGH_PRIORITY"))
     if high is not None:
         out["is_high_priority_stream"] = high

@@ -9,7 +9,9 @@
 #include <cstring>
 #include <thread>
 
+#include "backend/comm_listener.h"
 #include "backend/errors.h"
+#include "backend/segment_registry.h"
 #include "backend/watchdog.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
@@ -99,9 +101,15 @@ std::shared_ptr<Communicator> Backend::communicator(
   NCCL_CORE_CHECK_VALUE(dev.is_cuda() && dev.has_index(),
                     "nccl_core: communicators live on a CUDA device, got ",
                     dev.str());
+  create_communicator(dev);
+  announce(true);  // outside init_mutex_: the listener may take the GIL
+  return comm_;
+}
+
+void Backend::create_communicator(at::Device dev) {
   std::lock_guard<std::mutex> lock(init_mutex_);
   if (comm_) {
-    return comm_;
+    return;
   }
   check_healthy();
   try {
@@ -134,7 +142,6 @@ std::shared_ptr<Communicator> Backend::communicator(
   } catch (...) {
     rethrow_as_dist_error("nccl_core: communicator initialisation");
   }
-  return comm_;
 }
 
 void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
@@ -181,6 +188,39 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   }
   if (!getBoundDeviceId()) {
     setBoundDeviceId(device);
+  }
+  if (options_->register_allocator_segments) {
+    // Best effort per segment (a refused one is a warning): registration
+    // only makes collectives faster.
+    segments::Registry::get().follow_all(comm_);
+  }
+}
+
+void Backend::announce(bool up) {
+  if (!comm_listener::installed() || options_->group_name.empty()) {
+    return;
+  }
+  if (up) {
+    if (!comm_ || !comm_->is_live() || announced_.exchange(true)) {
+      return;
+    }
+    try {
+      announced_comm_ = reinterpret_cast<uintptr_t>(comm_->get());
+    } catch (...) {
+      announced_ = false;
+      return;
+    }
+  } else if (!announced_.exchange(false)) {
+    return;
+  }
+  comm_listener::notify(
+      comm_listener::Notice{options_->group_name, announced_comm_, device_->index(), up});
+}
+
+void Backend::retire_registrations() {
+  announce(false);
+  if (comm_) {
+    segments::Registry::get().forget(comm_.get());
   }
 }
 
@@ -268,6 +308,7 @@ c10::intrusive_ptr<c10d::Backend> Backend::split(
       store, key, checked::narrow<int, raise_value_error>(ranks.size(), "split group size"),
       child_opts);
   backend->adopt(std::move(child), *device_);
+  backend->announce(true);
   return backend;
 }
 
@@ -301,6 +342,7 @@ c10::intrusive_ptr<c10d::Backend> Backend::shrink(
   auto backend = c10::make_intrusive<Backend>(
       store_, rank_ - below, size_ - static_cast<int>(exclude.size()), child_opts);
   backend->adopt(std::move(child), *device_);
+  backend->announce(true);
   return backend;
 }
 
@@ -346,6 +388,9 @@ c10d::ErrorType Backend::getError() {
 }
 
 void Backend::abort() {
+  // Nothing registers on the communicator any more, and torch's symmetric
+  // memory lets it go, before NCCL frees it.
+  retire_registrations();
   // Pending works must fail, not complete: the aborted kernels exit, and a
   // waiter polling their end events would otherwise see success.
   if (watchdog_) {
@@ -363,6 +408,7 @@ void Backend::abort() {
 }
 
 void Backend::shutdown() {
+  retire_registrations();
   if (desync_) {
     desync_->publish_final();  // peers that time out later learn we left
   }

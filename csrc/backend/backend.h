@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <tuple>
 
 #if NCCL_CORE_TORCH >= 215
 #include <torch/csrc/distributed/c10d/Hooks.hpp>
@@ -171,6 +172,14 @@ class Backend : public c10d::Backend {
   void unregisterCompletionHook(int64_t hook_id) override;
   std::unordered_map<std::string, uint64_t> getMemoryStats() override { return memory_stats(); }
 #endif
+  // --- mem_pools.cpp: torch MemPools registered with the communicator ----
+  // ProcessGroupNCCL's registerMemPool: every segment of `pool`, now and
+  // later, as ncclCommRegister buffers or (symm) symmetric windows.
+  void register_mem_pool(at::cuda::MemPool* pool, bool symm = false);
+  void deregister_mem_pool(at::cuda::MemPool* pool);
+  // Tests: (segments, bytes, windows) registered on the communicator now, of
+  // `pool` only if given (backend/segment_registry.h).
+  std::tuple<size_t, size_t, size_t> registered_segments(at::cuda::MemPool* pool) const;
 
   // --- beyond c10d -----------------------------------------------------
   // The communicator on `device`, created on first use.
@@ -231,7 +240,17 @@ class Backend : public c10d::Backend {
                                         std::vector<at::Tensor> outputs, CallOpts call,
                                         const char* what, Fn&& fn);
   at::Device pick_device(const at::Tensor* t) const;
+  // communicator(): creates comm_ on `dev` unless it exists (init_mutex_).
+  void create_communicator(at::Device dev);
+  // The communicator a MemPool call acts on, after checking the pool.
+  std::shared_ptr<Communicator> pool_communicator(at::cuda::MemPool* pool, const char* what);
   void adopt(std::shared_ptr<Communicator> comm, at::Device device);
+  // Tells the communicator listener (backend/comm_listener.h) that the
+  // communicator came up, or is about to go; each once, outside every lock.
+  void announce(bool up);
+  // Stops the allocator-segment and MemPool registrations on the
+  // communicator (before it is finalized or aborted) and withdraws it.
+  void retire_registrations();
   void check_healthy() const;
   void record_error(const std::string& msg, bool from_watchdog = false);
   // After a timeout (watchdog thread): the group, the op this rank waits in,
@@ -283,6 +302,8 @@ class Backend : public c10d::Backend {
   bool estimating_ = false;  // inside startTimeEstimate .. endTimeEstimate
   // The record_param_comms description of this group (profiling.h).
   profiling::GroupDescription describe() const;
+  std::atomic<bool> announced_{false};
+  uintptr_t announced_comm_ = 0;  // the ncclComm_t announced
 
   c10::intrusive_ptr<Backend> split_parent_;
   int split_color_ = -1;

@@ -73,6 +73,12 @@ struct GroupOptions : c10d::Backend::Options {
   // TORCH_NCCL_NAN_CHECK: what ops send is checked for NaN first
   // (nan_check.h).
   bool nan_check = false;
+  // Every caching-allocator segment on the group's device is registered with
+  // its communicator (ncclCommRegister), existing ones at creation and new
+  // ones as the allocator makes them, and deregistered before they are freed:
+  // torch's TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK
+  // (backend/segment_registry.h).
+  bool register_allocator_segments = false;
   CommConfig config;
 };
 

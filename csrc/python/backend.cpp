@@ -5,6 +5,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "backend/backend.h"
+#include "backend/comm_listener.h"
 #include "comm/communicator.h"
 #include "python/bind.h"
 
@@ -13,6 +14,15 @@ using nccl_core::Backend;
 using nccl_core::GroupOptions;
 
 namespace {
+// Whether Python may still be called (not during interpreter exit).
+bool python_alive() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsInitialized() && !Py_IsFinalizing();
+#else
+  return Py_IsInitialized() && !_Py_IsFinalizing();
+#endif
+}
+
 template <class T>
 c10::intrusive_ptr<T> copy_of(const T& o) {
   return c10::make_intrusive<T>(o);
@@ -85,6 +95,11 @@ void bind_backend(py::module_& m) {
             o.push_ctas = v;
           },
           "Blocks (SMs) a push all_reduce runs on, at most (1..128, default 32)")
+      .def_readwrite("register_allocator_segments", &GroupOptions::register_allocator_segments,
+                     "Register every caching-allocator segment on the group's device with its "
+                     "communicator (ncclCommRegister), existing ones at creation and new ones "
+                     "as they are allocated, deregistered before they are freed: torch's "
+                     "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK (default False)")
       .def_property(
           "blocking", [](const GroupOptions& o) { return o.config.blocking; },
           [](GroupOptions& o, bool v) { o.config.blocking = v; },
@@ -144,6 +159,29 @@ void bind_backend(py::module_& m) {
            },
            py::arg("device") = py::none(), py::call_guard<py::gil_scoped_release>(),
            "The group's Communicator, created on first use (collective then).")
+      .def("register_mem_pool", &Backend::register_mem_pool, py::arg("pool"),
+           py::arg("symm") = false, py::call_guard<py::gil_scoped_release>(),
+           "Registers every segment of `pool` (a torch.cuda.MemPool on the group's device) "
+           "with the group's communicator, now and as the pool grows: ncclCommRegister "
+           "buffers, or with symm=True NCCL_WIN_COLL_SYMMETRIC windows (collective; the "
+           "pool must use this backend's mem_allocator).  Needs the communicator "
+           "(device_id= in init_process_group, or a first collective).")
+      .def("deregister_mem_pool", &Backend::deregister_mem_pool, py::arg("pool"),
+           py::call_guard<py::gil_scoped_release>(),
+           "Deregisters the segments of a MemPool registered with register_mem_pool.")
+      .def(
+          "_registered_segments",
+          [](const Backend& b, at::cuda::MemPool* pool) {
+            auto [segments, bytes, windows] = b.registered_segments(pool);
+            py::dict out;
+            out["segments"] = segments;
+            out["bytes"] = bytes;
+            out["windows"] = windows;
+            return out;
+          },
+          py::arg("pool") = nullptr,
+          "Tests: {'segments', 'bytes', 'windows'} registered with the communicator now "
+          "(of `pool` only, if given).")
       .def("_has_communicator", &Backend::has_communicator)
       .def("_pending_works", &Backend::pending_works)
       .def("_fast_path_calls", &Backend::fast_path_calls)
@@ -180,6 +218,30 @@ void bind_backend(py::module_& m) {
         return py::make_tuple(s.id(), s.device_index(),
                               static_cast<int>(s.device_type()));
       }, "(stream_id, device_index, device_type) of the backend's stream.");
+  m.def(
+      "_set_comm_listener",
+      [](py::object fn) {
+        if (fn.is_none()) {
+          comm_listener::install(nullptr);
+          return;
+        }
+        // Never freed: a notice may come while the interpreter exits.
+        auto* held = new py::object(std::move(fn));
+        comm_listener::install([held](const comm_listener::Notice& n) {
+          if (!python_alive()) {
+            return;  // interpreter exiting: nothing left to tell
+          }
+          py::gil_scoped_acquire gil;
+          try {
+            (*held)(n.group, n.comm, n.device, n.up);
+          } catch (py::error_already_set& e) {
+            e.discard_as_unraisable("nccl_core communicator listener");
+          }
+        });
+      },
+      py::arg("listener"),
+      "Installs listener(group_name, comm_ptr, device, up), called when a group's "
+      "communicator is created (up) and before it is finalized or aborted; None removes it.");
   m.def(
       "_desync_analyse",
       [](int rank, const std::vector<std::string>& mine,

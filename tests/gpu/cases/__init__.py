@@ -18,4 +18,5 @@ from tests.gpu.cases import (  # noqa: F401
     push,
     bad_input,
     torch_tools,
+    mem_pools,
 )

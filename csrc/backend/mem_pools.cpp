@@ -1,0 +1,74 @@
+// register_mem_pool / deregister_mem_pool: the segments of a torch MemPool
+// registered with the group's communicator, as torch's ProcessGroupNCCL does
+// (backend/segment_registry.h keeps them in step with the allocator).
+#include <c10/cuda/CUDAGuard.h>
+
+#include "backend/backend.h"
+#include "backend/errors.h"
+#include "backend/segment_registry.h"
+
+namespace nccl_core {
+
+namespace {
+
+constexpr const char* kNoCommunicator =
+    "has no NCCL communicator yet: pass device_id=torch.device('cuda', local_rank) to "
+    "init_process_group (or new_group), or run a first collective on the group, before "
+    "registering a MemPool";
+
+}  // namespace
+
+std::shared_ptr<Communicator> Backend::pool_communicator(at::cuda::MemPool* pool,
+                                                         const char* what) {
+  NCCL_CORE_CHECK_TYPE(pool != nullptr, "nccl_core ", what,
+                       ": expected a torch.cuda.MemPool, got None");
+  if (!comm_) {
+    C10_THROW_ERROR(DistBackendError,
+                    concat("nccl_core ", what, ": group ", info_->label, " ", kNoCommunicator));
+  }
+  check_healthy();
+  NCCL_CORE_CHECK_VALUE(pool->device() == device_->index(), "nccl_core ", what,
+                        ": the MemPool is on device cuda:", static_cast<int>(pool->device()),
+                        " but this group's communicator is on device ", *device_,
+                        " (create the pool with that device current)");
+  return comm_;
+}
+
+void Backend::register_mem_pool(at::cuda::MemPool* pool, bool symm) {
+  auto comm = pool_communicator(pool, "register_mem_pool");
+  // Window registration is collective: it cannot join NCCL's open group.
+  NCCL_CORE_CHECK_VALUE(!coalescing_,
+                        "nccl_core register_mem_pool: not inside a coalescing block");
+  c10::cuda::CUDAGuard guard(*device_);
+  surface_errors([&] {
+    segments::Registry::get().add_pool(comm, pool->id(), device_->index(), symm);
+  });
+}
+
+void Backend::deregister_mem_pool(at::cuda::MemPool* pool) {
+  NCCL_CORE_CHECK_TYPE(pool != nullptr,
+                       "nccl_core deregister_mem_pool: expected a torch.cuda.MemPool, got None");
+  if (!comm_) {
+    C10_THROW_ERROR(DistBackendError,
+                    concat("nccl_core deregister_mem_pool: group ", info_->label,
+                           " has no NCCL communicator, so no MemPool was registered with it"));
+  }
+  // After shutdown or abort the registrations went with the communicator.
+  check_healthy();
+  c10::cuda::CUDAGuard guard(*device_);
+  surface_errors([&] { segments::Registry::get().remove_pool(comm_, pool->id()); });
+}
+
+std::tuple<size_t, size_t, size_t> Backend::registered_segments(at::cuda::MemPool* pool) const {
+  if (!comm_) {
+    return {0, 0, 0};
+  }
+  std::optional<segments::PoolId> id;
+  if (pool != nullptr) {
+    id = pool->id();
+  }
+  auto c = segments::Registry::get().counts(comm_.get(), id);
+  return {c.segments, c.bytes, c.windows};
+}
+
+}  // namespace nccl_core

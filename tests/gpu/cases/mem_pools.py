@@ -1,0 +1,316 @@
+"""torch MemPools and allocator segments registered with NCCL (issue 29).
+
+What a torch NCCL user does with backend ``nccl`` and keeps with
+``nccl_core``: a MemPool on ``backend.mem_allocator`` whose tensors are
+allocated under ``torch.cuda.use_mem_pool``, ``register_mem_pool`` (plain or
+``symm=True``) and collectives on those tensors; ``deregister_mem_pool``;
+``TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK=1``, which registers every
+caching-allocator segment.  Every collective output is compared element by
+element with a float64 CPU reference; ``_registered_segments`` shows what the
+communicator has registered and is compared with the allocator's snapshot.
+The groups here turn nccl_core's own kernels off (fast path, push, automatic
+windows), so every call is NCCL's, on registered memory.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+
+import torch
+import torch.distributed as dist
+
+import nccl_core_backend as nc
+from tests.gpu.cases.common import check, expect_raises, fail, make, reduce_ref, sanity, wide
+from tests.gpu.registry import Skip, case
+
+DTYPES = [torch.float32, torch.bfloat16, torch.float16, torch.float64, torch.int32, torch.uint8]
+N = 300007  # odd; large enough for NCCL's registered-buffer paths
+
+
+def _group(ctx, **fields):
+    """A group whose collectives all run through NCCL, with its communicator."""
+    opts = nc.Options()
+    opts.fast_path_max_bytes = 0
+    opts.symmetric_max_bytes = 0
+    opts.push_max_bytes = 0
+    for k, v in fields.items():
+        setattr(opts, k, v)
+    g = dist.new_group(list(range(ctx.world)), backend="nccl_core", pg_options=opts)
+    sanity(ctx, g)  # a first collective: the communicator exists from here
+    return g, g._get_backend(ctx.device)
+
+
+def _snapshot(ctx, pool=None) -> tuple[int, int, bool]:
+    """(segments, bytes, any expandable) the allocator has on our device (in `pool`)."""
+    segs = torch.cuda.memory_snapshot(pool.id) if pool is not None else torch.cuda.memory_snapshot()
+    mine = [s for s in segs if s["device"] == ctx.device.index]
+    expandable = any(s.get("is_expandable", False) for s in mine)
+    plain = [s for s in mine if not s.get("is_expandable", False)]
+    return len(plain), sum(s["total_size"] for s in plain), expandable
+
+
+def _expect_registered(ctx, be, pool, windows: bool, what: str) -> int:
+    """The registration covers exactly the pool's segments (all of them if None)."""
+    n, nbytes, _ = _snapshot(ctx, pool)
+    got = be._registered_segments(pool) if pool is not None else be._registered_segments()
+    want = {"segments": n, "bytes": nbytes, "windows": n if windows else 0}
+    if got != want:
+        fail(f"{what}: registered {got}, the allocator's snapshot has {want}")
+    return n
+
+
+def _alloc(ctx, pool, dtype, n, salt):
+    """(input, all_reduce buffer, gather out, scatter out) in `pool`, + the inputs."""
+    w = ctx.world
+    with torch.cuda.use_mem_pool(pool):
+        x = torch.empty(n, dtype=dtype, device=ctx.device)
+        ar = torch.empty(n, dtype=dtype, device=ctx.device)
+        ag = torch.empty(n * w, dtype=dtype, device=ctx.device)
+        rs_in = torch.empty(n * w, dtype=dtype, device=ctx.device)
+        rs = torch.empty(n, dtype=dtype, device=ctx.device)
+    return x, ar, ag, rs_in, rs
+
+
+def _collectives(ctx, g, tensors, dtype, salt, what):
+    """all_reduce, all_gather_into_tensor and reduce_scatter_tensor on the given
+    tensors, every output element checked."""
+    x, ar, ag, rs_in, rs = tensors
+    n, w = x.numel(), ctx.world
+    inputs = [make(ctx, r, dtype, n=n, salt=salt) for r in range(w)]
+    x.copy_(inputs[ctx.rank])
+    ar.copy_(x)
+    dist.all_reduce(ar, group=g)
+    check(ar, reduce_ref(inputs, "SUM", dtype), dtype, "SUM", w, f"{what} all_reduce")
+    dist.all_gather_into_tensor(ag, x, group=g)
+    check(ag, torch.cat([wide(i) for i in inputs]), dtype, "SUM", w,
+          f"{what} all_gather_into_tensor")
+    big = [make(ctx, r, dtype, n=n * w, salt=salt + 1) for r in range(w)]
+    rs_in.copy_(big[ctx.rank])
+    dist.reduce_scatter_tensor(rs, rs_in, group=g)
+    ref = reduce_ref(big, "SUM", dtype)[ctx.rank * n:(ctx.rank + 1) * n]
+    check(rs, ref, dtype, "SUM", w, f"{what} reduce_scatter_tensor")
+
+
+def _run_all(ctx, g, pool, salt0, what):
+    for i, dtype in enumerate(DTYPES):
+        _collectives(ctx, g, _alloc(ctx, pool, dtype, N, salt0 + 2 * i), dtype, salt0 + 2 * i,
+                     f"{what} {dtype}")
+
+
+@case(min_world=1)
+def register_mem_pool_needs_a_communicator(ctx):
+    # A backend built directly has no communicator until its first collective.
+    be = nc.ProcessGroupNcclCore(dist.HashStore(), 0, 1, nc.Options())
+    pool = torch.cuda.MemPool(be.mem_allocator)
+    expect_raises(dist.DistBackendError, lambda: be.register_mem_pool(pool), "device_id")
+    expect_raises(dist.DistBackendError, lambda: be.deregister_mem_pool(pool), "communicator")
+    expect_raises(TypeError, lambda: be.register_mem_pool(None), "MemPool")
+    if be._registered_segments() != {"segments": 0, "bytes": 0, "windows": 0}:
+        fail(f"registered segments without a communicator: {be._registered_segments()}")
+
+
+@case(min_world=1)
+def mem_pool_on_mem_allocator(ctx):
+    g, be = _group(ctx)
+    pool = torch.cuda.MemPool(be.mem_allocator)
+    held = [_alloc(ctx, pool, torch.float32, N, 0)]
+    be.register_mem_pool(pool)
+    n0 = _expect_registered(ctx, be, pool, False, "after register_mem_pool")
+    if n0 == 0:
+        fail("the pool has no segments after allocating in it")
+    _run_all(ctx, g, pool, 10, "registered pool")
+    # The pool grows: the allocator hook registers the new segment.
+    before = be._registered_segments(pool)["segments"]
+    with torch.cuda.use_mem_pool(pool):
+        held.append(torch.empty(96 << 20, dtype=torch.uint8, device=ctx.device))
+    if be._registered_segments(pool)["segments"] <= before:
+        fail("a segment the pool allocated after register_mem_pool was not registered")
+    _expect_registered(ctx, be, pool, False, "after the pool grew")
+    _run_all(ctx, g, pool, 30, "grown pool")
+    # Errors, before anything changes.
+    expect_raises(ValueError, lambda: be.register_mem_pool(pool), "already registered")
+    other = torch.cuda.MemPool(be.mem_allocator)
+    expect_raises(ValueError, lambda: be.deregister_mem_pool(other), "not registered")
+    expect_raises(TypeError, lambda: be.deregister_mem_pool(None), "MemPool")
+    if torch.cuda.device_count() > 1:
+        elsewhere = (ctx.device.index + 1) % torch.cuda.device_count()
+        with torch.cuda.device(elsewhere):
+            far = torch.cuda.MemPool(be.mem_allocator)
+        expect_raises(ValueError, lambda: be.register_mem_pool(far), "device")
+    _expect_registered(ctx, be, pool, False, "after the refused calls")
+    # Deregistered: nothing registered, the tensors still work.
+    be.deregister_mem_pool(pool)
+    got = be._registered_segments(pool)
+    if got["segments"] != 0:
+        fail(f"deregister_mem_pool left {got} registered")
+    _run_all(ctx, g, pool, 50, "deregistered pool")
+    # And again, registered twice in a row's worth of use.
+    be.register_mem_pool(pool)
+    _expect_registered(ctx, be, pool, False, "registered again")
+    _run_all(ctx, g, pool, 70, "registered again")
+    be.deregister_mem_pool(pool)
+    expect_raises(ValueError, lambda: be.deregister_mem_pool(pool), "not registered")
+    del held
+    dist.destroy_process_group(g)
+
+
+@case(min_world=1)
+def mem_pool_on_the_world_group(ctx):
+    """The user's program as written for backend nccl: the world group's backend,
+    default options (nccl_core's fast path, push and automatic windows take the
+    sizes they cover; NCCL the rest, on registered memory)."""
+    sanity(ctx)  # the communicator exists (lazy launches create it here)
+    be = dist.group.WORLD._get_backend(torch.device("cuda"))
+    pool = torch.cuda.MemPool(be.mem_allocator)
+    with torch.cuda.use_mem_pool(pool):
+        warm = torch.empty(1 << 20, device=ctx.device)
+    be.register_mem_pool(pool)
+    _expect_registered(ctx, be, pool, False, "world group")
+    salt = 500
+    for n in (1000, 200003, 1500007):
+        for dtype in (torch.float32, torch.bfloat16) if n > 1000000 else DTYPES:
+            salt += 2
+            _collectives(ctx, None, _alloc(ctx, pool, dtype, n, salt), dtype, salt,
+                         f"world group n={n} {dtype}")
+    _expect_registered(ctx, be, pool, False, "world group after the collectives")
+    be.deregister_mem_pool(pool)
+    if be._registered_segments(pool)["segments"] != 0:
+        fail(f"world group: left registered {be._registered_segments(pool)}")
+    sanity(ctx)
+    del warm
+
+
+@case(min_world=1)
+def symmetric_mem_pool(ctx):
+    g, be = _group(ctx)
+    pool = torch.cuda.MemPool(be.mem_allocator)
+    held = [_alloc(ctx, pool, torch.float32, N, 0)]
+    try:
+        be.register_mem_pool(pool, symm=True)
+    except ValueError as e:
+        if "no symmetric window" in str(e):
+            raise Skip(f"NCCL registers no symmetric windows here: {e}") from None
+        raise
+    n = _expect_registered(ctx, be, pool, True, "after register_mem_pool(symm=True)")
+    if n == 0:
+        fail("no windows registered")
+    _run_all(ctx, g, pool, 100, "symmetric pool")
+    # Every rank grows the pool the same way: each rank registers the new
+    # segment as a window, collectively, from the allocator hook.
+    with torch.cuda.use_mem_pool(pool):
+        held.append(torch.empty(96 << 20, dtype=torch.uint8, device=ctx.device))
+    _expect_registered(ctx, be, pool, True, "after the symmetric pool grew")
+    _run_all(ctx, g, pool, 120, "grown symmetric pool")
+    be.deregister_mem_pool(pool)
+    if be._registered_segments(pool)["segments"] != 0:
+        fail(f"windows left after deregister_mem_pool: {be._registered_segments(pool)}")
+    _run_all(ctx, g, pool, 140, "symmetric pool, deregistered")
+    # symm=True needs NCCL memory: a plain caching-allocator pool is refused
+    # on every rank before anything collective starts.
+    plain = torch.cuda.MemPool()
+    with torch.cuda.use_mem_pool(plain):
+        keep = torch.empty(1 << 20, device=ctx.device)
+    expect_raises(ValueError, lambda: be.register_mem_pool(plain, symm=True), "NCCL memory")
+    if be._registered_segments(plain)["segments"] != 0:
+        fail("a refused symm=True registration left segments behind")
+    sanity(ctx, g)
+    del held, keep
+    dist.destroy_process_group(g)
+
+
+@case(min_world=1)
+def plain_caching_allocator_mem_pool(ctx):
+    g, be = _group(ctx)
+    pool = torch.cuda.MemPool()  # cudaMalloc segments, no custom allocator
+    held = [_alloc(ctx, pool, torch.float32, N, 0)]
+    be.register_mem_pool(pool)
+    _expect_registered(ctx, be, pool, False, "plain MemPool")
+    _run_all(ctx, g, pool, 200, "plain MemPool")
+    be.deregister_mem_pool(pool)
+    del held
+    dist.destroy_process_group(g)
+
+
+@case(min_world=1)
+def teardown_with_registered_pools(ctx):
+    """destroy_process_group and abort with pools still registered: nothing
+    leaks or crashes, and the pools' memory is freed later without a
+    communicator to deregister from."""
+    for how in ("destroy", "abort"):
+        g, be = _group(ctx)
+        pool = torch.cuda.MemPool(be.mem_allocator)
+        tensors = _alloc(ctx, pool, torch.float32, N, 0)
+        be.register_mem_pool(pool)
+        _collectives(ctx, g, tensors, torch.float32, 300, f"before {how}")
+        if how == "destroy":
+            dist.destroy_process_group(g)
+        else:
+            be.abort()
+        if be._registered_segments() != {"segments": 0, "bytes": 0, "windows": 0}:
+            fail(f"after {how}: still registered {be._registered_segments()}")
+        expect_raises(dist.DistBackendError, lambda: be.deregister_mem_pool(pool))
+        expect_raises(dist.DistBackendError, lambda: be.register_mem_pool(pool))
+        # The memory outlives the group and is still usable elsewhere.
+        x = tensors[1]
+        x.fill_(ctx.rank + 1)
+        dist.all_reduce(x)
+        if not torch.all(x == sum(range(1, ctx.world + 1))):
+            fail(f"a pool tensor after {how}: all_reduce on the default group is wrong")
+        del tensors, x, pool
+        gc.collect()
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()  # the pool's segments go back: the tracker finds no group
+    sanity(ctx)
+
+
+@case(min_world=1)
+def allocator_hook_registers_every_segment(ctx):
+    if _snapshot(ctx)[2]:
+        raise Skip("expandable_segments is on: torch's allocator hook registers no "
+                   "expandable segments, neither does nccl_core")
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    # As a user's program does it: the environment variable, read at group creation.
+    name = "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK"
+    old = os.environ.get(name)
+    os.environ[name] = "1"
+    try:
+        g, be = _group(ctx)
+    finally:
+        if old is None:
+            del os.environ[name]
+        else:
+            os.environ[name] = old
+    if be.options.register_allocator_segments is not True:
+        fail(f"{name}=1 did not set register_allocator_segments")
+    n0 = _expect_registered(ctx, be, None, False, "at communicator creation")
+    # Ordinary tensors, in new segments: registered as the allocator makes them.
+    big = 3 * (64 << 20) // 4 + 17  # > the 20 MiB rounding: segments of their own
+    ts = [torch.empty(big, dtype=torch.float32, device=ctx.device) for _ in range(2)]
+    n1 = _expect_registered(ctx, be, None, False, "after two large torch.empty")
+    if n1 < n0 + 2:
+        fail(f"registered segments went from {n0} to {n1}, expected +2 at least")
+    for i, dtype in enumerate(DTYPES):
+        tensors = [torch.empty(n, dtype=dtype, device=ctx.device)
+                   for n in (N, N, N * ctx.world, N * ctx.world, N)]
+        _collectives(ctx, g, tensors, dtype, 400 + 2 * i, f"allocator hook {dtype}")
+    _expect_registered(ctx, be, None, False, "after the collectives")
+    # empty_cache gives the free segments back: each is deregistered first.
+    del ts, tensors
+    gc.collect()
+    torch.cuda.synchronize()
+    torch.cuda.empty_cache()
+    n2 = _expect_registered(ctx, be, None, False, "after empty_cache")
+    if n2 > n1 - 2:
+        fail(f"empty_cache: registered segments went from {n1} to {n2}, expected -2 at least")
+    sanity(ctx, g)
+    dist.destroy_process_group(g)
+    if be._registered_segments()["segments"] != 0:
+        fail("segments still registered after destroy_process_group")
+    # Segments come and go after the group is gone: the tracker finds nothing.
+    t = torch.empty(big, device=ctx.device)
+    del t
+    torch.cuda.empty_cache()
+    sanity(ctx)

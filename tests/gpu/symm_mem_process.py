@@ -1,0 +1,131 @@
+"""torch's symmetric memory over nccl_core groups, one symmetric-memory backend
+per process (``set_backend`` is process-wide and fixed once used).  Launched by
+``test_symm_mem.py`` as::
+
+    torchrun --nproc-per-node=N tests/gpu/symm_mem_process.py {CUDA|NCCL|NVSHMEM}
+
+On the world group and on a ``new_group`` of nccl_core, for several dtypes:
+each rank writes its own data into a ``symm_mem.empty`` buffer, the ranks
+synchronize (``dist.barrier`` over nccl_core, then the handle's own
+``barrier``), and every rank reads every rank's buffer through the
+``rendezvous`` handle (``get_buffer``); every element is compared with that
+rank's data, rebuilt locally from the seed.
+
+- CUDA: torch's own IPC-based backend; works over nccl_core on any torch.
+- NCCL: torch >= 2.15 finds nccl_core's communicator through
+  ``register_external_nccl_comm`` (``nccl_core_backend/_symm_publish.py``);
+  torch 2.11's NCCL backend accepts only ProcessGroupNCCL: reported as SKIP.
+- NVSHMEM: where ``is_nvshmem_available()``.
+
+Multicast objects are never created: TORCH_SYMM_MEM_DISABLE_MULTICAST=1 (CUDA),
+NCCL_NVLS_ENABLE=0 (NCCL), NVSHMEM_DISABLE_NVLS=1 (NVSHMEM); the handles are
+checked to report no multicast.
+
+Prints ``OK <backend> rank R``, or ``SKIP <backend>: <reason>`` on every rank.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
+
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.distributed._symmetric_memory as symm_mem  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+import nccl_core_backend as nc  # noqa: E402,F401  - registers the backend
+from nccl_core_backend import _symm_publish  # noqa: E402
+
+DTYPES = [torch.float32, torch.bfloat16, torch.float64, torch.int64, torch.uint8]
+
+
+def skip_reason(backend: str) -> str | None:
+    if backend == "NCCL" and not _symm_publish.available():
+        return (f"torch {torch.__version__} has no register_external_nccl_comm (torch >= 2.15): "
+                "its NCCL symmetric-memory backend accepts only ProcessGroupNCCL; use "
+                "set_backend('CUDA') over nccl_core groups")
+    if backend == "NVSHMEM" and not symm_mem.is_nvshmem_available():
+        return "NVSHMEM is not available in this torch build or on this system"
+    return None
+
+
+def data(rank: int, dtype: torch.dtype, n: int, salt: int) -> torch.Tensor:
+    """Rank `rank`'s values: any rank can rebuild them."""
+    g = torch.Generator()
+    g.manual_seed(1000003 * salt + 7919 * rank + 17)
+    if dtype.is_floating_point:
+        return torch.randn(n, generator=g, dtype=torch.float64).to(dtype)
+    hi = 256 if dtype == torch.uint8 else 1 << 40
+    return torch.randint(0, hi, (n,), generator=g).to(dtype)
+
+
+def read_peers(hdl, group, rank: int, world: int, dtype, n: int, salt: int, what: str) -> None:
+    for peer in range(world):
+        got = hdl.get_buffer(peer, (n,), dtype).clone().cpu()
+        want = data(peer, dtype, n, salt)
+        bad = (got != want).nonzero()
+        assert bad.numel() == 0, (
+            f"{what}: rank {rank} reading rank {peer}'s {dtype} buffer: {bad.shape[0]} of {n} "
+            f"elements wrong, first at {bad[0].item()}: got {got[bad[0]].item()} "
+            f"expected {want[bad[0]].item()}")
+
+
+def exercise(group, backend: str, rank: int, world: int, device: torch.device, salt0: int,
+             what: str) -> None:
+    if backend == "NCCL":
+        published = _symm_publish.published()
+        assert (group.group_name, device.index) in published, (group.group_name, published)
+    for i, dtype in enumerate(DTYPES):
+        n = 65537 + 2 * i
+        t = symm_mem.empty(n, dtype=dtype, device=device)
+        hdl = symm_mem.rendezvous(t, group)
+        assert hdl.rank == rank and hdl.world_size == world, (hdl.rank, hdl.world_size)
+        assert getattr(hdl, "multicast_ptr", 0) == 0, f"{backend}: a multicast object was set up"
+        # Written, then the group synchronizes through nccl_core.
+        salt = salt0 + 2 * i
+        t.copy_(data(rank, dtype, n, salt))
+        torch.cuda.synchronize()
+        dist.barrier(group=group)
+        read_peers(hdl, group, rank, world, dtype, n, salt, f"{what} after dist.barrier")
+        torch.cuda.synchronize()
+        dist.barrier(group=group)  # every peer has read before anyone rewrites
+        # Rewritten, then the handle's own barrier orders it on the stream.
+        t.copy_(data(rank, dtype, n, salt + 1))
+        hdl.barrier(channel=0)
+        read_peers(hdl, group, rank, world, dtype, n, salt + 1, f"{what} after hdl.barrier")
+        hdl.barrier(channel=0)
+        torch.cuda.synchronize()
+        dist.barrier(group=group)
+        del hdl, t
+
+
+def main() -> int:
+    backend = sys.argv[1]
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
+    reason = skip_reason(backend)
+    if reason:
+        print(f"SKIP {backend}: {reason}", flush=True)
+        return 0
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl_core", device_id=device)
+    symm_mem.set_backend(backend)
+    exercise(dist.group.WORLD, backend, rank, world, device, 1, f"{backend} world group")
+    sub = dist.new_group(list(range(world)), backend="nccl_core")
+    dist.barrier(group=sub)  # its communicator exists (and is published)
+    exercise(sub, backend, rank, world, device, 100, f"{backend} new_group")
+    dist.barrier()
+    dist.destroy_process_group()
+    if backend == "NCCL" and _symm_publish.published():
+        raise AssertionError(f"still published after destroy: {_symm_publish.published()}")
+    print(f"OK {backend} rank {rank}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
