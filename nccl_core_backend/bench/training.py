@@ -167,6 +167,9 @@ def run_ddp(job, bucket_mbs: list[float], dim: int, layers: int, heads: int, bat
                                       bucket_cap_mb=mb), autocast=True)
                     for name, m in models.items()}
         calls = {name: (lambda t=t: t.step(x, y)) for name, t in trainers.items()}
+        # The same step without communication.  Its optimizer steps on local
+        # gradients make nccl_core's replicas drift apart, which costs nothing
+        # in time, and the check gives both copies the same weights first.
         calls["no_sync"] = lambda: trainers[CORE].step_no_sync(x, y)
         samples = interleaved(calls, steps, warmup, rounds, job.sync, pool)
         ok, worst = check_grads(trainers, x, y)
