@@ -30,7 +30,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 import nccl_core_backend as nc  # noqa: E402
-from nccl_core_backend.bench.collectives import OPS, Case, bus_factor  # noqa: E402
+from nccl_core_backend.bench.collectives import ALLOCATORS, OPS, Case, bus_factor  # noqa: E402
 from nccl_core_backend.bench.data import pattern_for  # noqa: E402
 from sidebyside import burst_us, init_side_by_side  # noqa: E402  (bench/ is on sys.path when run)
 
@@ -196,8 +196,7 @@ def main() -> None:
     device, rank, world, nccl_group = init_side_by_side()
     groups = {"nccl_core": dist.group.WORLD, "nccl": nccl_group}
     ctrl = dist.new_group(backend="gloo")
-    allocs = {"plain": lambda n, dt, dev: torch.empty(n, dtype=dt, device=dev),
-              "nccl_mem": lambda n, dt, dev: nc.torch.empty(n, dtype=dt, device=dev)}
+    allocs = {"plain": ALLOCATORS["plain"], "nccl_mem": ALLOCATORS["nccl"]}
     rows, bad = [], []
     pat = pattern_for(torch.float32, world)
     for op in args.ops.split(","):

@@ -26,6 +26,7 @@ def _meta(job, args) -> dict:
     return {"world": job.world, "gpu": torch.cuda.get_device_name(job.device),
             "host": socket.gethostname(), "torch": torch.__version__,
             "nccl": ".".join(map(str, nc.nccl_version())), "dtype": args.dtype,
+            "memory": args.memory,
             "date": datetime.datetime.now().isoformat(timespec="seconds"),
             "argv": sys.argv[1:], "mode": "workloads" if args.workloads else "collectives",
             "warmup": args.warmup, "rounds": args.rounds,
@@ -63,7 +64,7 @@ def _run(job, args, progress) -> dict:
 
         result["collectives"] = run_sweep(job, args.ops, args.sizes, args.torch_dtype, args.iters,
                                           args.warmup, args.rounds, args.graph,
-                                          args.graph_max_bytes, progress)
+                                          args.graph_max_bytes, progress, args.memory)
         return result
     from nccl_core_backend.bench import training
     from nccl_core_backend.bench.tp_decode import run_tp_decode

@@ -100,6 +100,9 @@ def build_parser() -> argparse.ArgumentParser:
                         f"1KiB,64KiB-1MiB (default {DEFAULT_SIZES})")
     p.add_argument("--dtype", choices=list(DTYPES), default="float32",
                    help="element type of the collectives (default float32)")
+    p.add_argument("--memory", choices=["plain", "nccl"], default="plain",
+                   help="buffers from torch.empty (plain, default) or NCCL memory "
+                        "(nccl_core_backend.torch.empty), for both backends")
     p.add_argument("--iters", type=_positive_int, default=None,
                    help="timed calls per backend and size (default: 200, fewer from 16 MiB, >= 10)")
     p.add_argument("--warmup", type=_count, default=5, help="untimed calls first (default 5)")

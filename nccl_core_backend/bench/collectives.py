@@ -21,6 +21,19 @@ OPS = ("all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "all_to_
 GRAPH_OP = "all_reduce_graph"  # N all_reduces captured in one CUDA graph (--graph)
 
 
+def _nccl_memory(n: int, dtype, device) -> torch.Tensor:
+    import nccl_core_backend as nc
+
+    return nc.torch.empty(n, dtype=dtype, device=device)
+
+
+# --memory: where the buffers live.  NCCL memory (ncclMemAlloc) is what
+# nccl_core's symmetric and push all-reduce paths act on; every rank
+# allocates the same buffers in the same order, as their contract asks.
+ALLOCATORS = {"plain": lambda n, dt, dev: torch.empty(n, dtype=dt, device=dev),
+              "nccl": _nccl_memory}
+
+
 def bus_factor(op: str, world: int) -> float:
     """Bus bandwidth / algorithm bandwidth, as nccl-tests defines it (its
     PERFORMANCE.md): what each rank's links carry relative to the size."""
@@ -50,7 +63,7 @@ class Case:
     """Buffers and the call of one (op, size) configuration on one backend.
 
     `alloc(numel, dtype, device)` makes the buffers (torch.empty by default;
-    bench/collectives.py also passes NCCL memory)."""
+    ALLOCATORS["nccl"] for NCCL memory)."""
 
     def __init__(self, op: str, size: int, world: int, rank: int, device, dtype=torch.float32,
                  alloc: Callable | None = None):
@@ -117,12 +130,14 @@ class GraphCase:
     """`count` all_reduces of `size` bytes each, on buffers of their own,
     captured in one CUDA graph; a replay runs them all."""
 
-    def __init__(self, size: int, count: int, world: int, rank: int, device, dtype, group):
+    def __init__(self, size: int, count: int, world: int, rank: int, device, dtype, group,
+                 alloc: Callable | None = None):
+        alloc = alloc or (lambda n, dt, dev: torch.empty(n, dtype=dt, device=dev))
         self.world, self.rank, self.dtype, self.count = world, rank, dtype, count
         elem = torch.empty((), dtype=dtype).element_size()
         self.n = element_count("all_reduce", size, elem, world)
         self.bytes = self.n * elem
-        self.bufs = [torch.zeros(self.n, dtype=dtype, device=device) for _ in range(count)]
+        self.bufs = [alloc(self.n, dtype, device).zero_() for _ in range(count)]
         # Capture needs the communicator and NCCL's connections set up, so
         # the calls run once eagerly first, on a side stream as torch asks.
         side = torch.cuda.Stream(device=device)

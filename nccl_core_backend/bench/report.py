@@ -70,7 +70,7 @@ def workloads_table(rows: list[dict]) -> str:
 def header(meta: dict) -> str:
     return (f"nccl_core vs nccl: world={meta['world']} gpu={meta.get('gpu', '?')} "
             f"torch={meta.get('torch', '?')} nccl={meta.get('nccl', '?')} "
-            f"dtype={meta.get('dtype', '?')}\n"
+            f"dtype={meta.get('dtype', '?')} memory={meta.get('memory', 'plain')}\n"
             "time: median per call (per step for workloads); ratio = nccl_core / nccl, "
             "below 1.00 nccl_core is faster")
 

@@ -12,7 +12,7 @@ import random
 
 import torch
 
-from nccl_core_backend.bench.collectives import GRAPH_OP, Case, GraphCase, bandwidth
+from nccl_core_backend.bench.collectives import ALLOCATORS, GRAPH_OP, Case, GraphCase, bandwidth
 from nccl_core_backend.bench.data import pattern_for
 from nccl_core_backend.bench.job import CORE, NCCL
 from nccl_core_backend.bench.sizes import format_bytes
@@ -37,9 +37,11 @@ def graph_rows_wanted(sizes: list[int], count: int, max_bytes: int) -> list[int]
 
 
 def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, warmup: int,
-              rounds: int, graph_count: int, graph_max_bytes: int, progress) -> list[dict]:
+              rounds: int, graph_count: int, graph_max_bytes: int, progress,
+              memory: str = "plain") -> list[dict]:
     """Rows of the sweep, this rank's view (correctness flags are this rank's;
     __main__ combines every rank's)."""
+    alloc = ALLOCATORS[memory]
     pool = EventPool()
     pat = pattern_for(dtype, job.world)
     rng = random.Random(job.shared_seed())
@@ -48,7 +50,7 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
     for op in ops:
         for size in sizes:
             n_iter = iters or auto_iters(size)
-            cases = {name: Case(op, size, job.world, job.rank, job.device, dtype)
+            cases = {name: Case(op, size, job.world, job.rank, job.device, dtype, alloc)
                      for name in job.groups}
             ok = {name: cases[name].check(g, pat, rng.randrange(pat.k)) for name, g in job.groups.items()}
             samples = interleaved({name: (lambda c=cases[name], g=g: c.call(g))
@@ -64,7 +66,7 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
             progress.step(f"{op} {format_bytes(nbytes)}")
     for size in graph_rows_wanted(sizes, graph_count, graph_max_bytes):
         n_iter = iters or auto_iters(size * graph_count)  # replays
-        cases = {name: GraphCase(size, graph_count, job.world, job.rank, job.device, dtype, g)
+        cases = {name: GraphCase(size, graph_count, job.world, job.rank, job.device, dtype, g, alloc)
                  for name, g in job.groups.items()}
         ok = {name: c.check(pat, rng.randrange(pat.k)) for name, c in cases.items()}
         samples = interleaved({name: c.call for name, c in cases.items()}, n_iter,

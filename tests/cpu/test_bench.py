@@ -351,7 +351,8 @@ def test_defaults():
     a = cli.parse_args([])
     assert a.ops == list(OPS) and a.sizes == parse_sizes("8B-1GiB") and a.dtype == "float32"
     assert a.graph == 0 and a.workloads is None and a.iters is None and a.bucket_mb == [25.0]
-    assert a.tokens == [1, 4, 16] and a.torch_dtype == torch.float32
+    assert a.tokens == [1, 4, 16] and a.torch_dtype == torch.float32 and a.memory == "plain"
+    assert cli.parse_args(["--memory", "nccl"]).memory == "nccl"
 
 
 def test_options():
@@ -372,6 +373,7 @@ def test_options():
     (["--warmup", "-1"], "must not be negative"),
     (["--graph", "x"], "not a whole number"),
     (["--dtype", "float8"], "invalid choice"),
+    (["--memory", "host"], "invalid choice"),
     (["--workloads", "tp,moe"], "unknown workload 'moe'"),
     (["--bucket-mb", "25,0"], "must be above 0"),
     (["--tokens", "1,,4"], "not a whole number"),

@@ -98,3 +98,13 @@ def test_workloads_tiny():
     assert tp["config"]["all_reduces"] == 4 and tp["config"]["all_reduce_bytes"] == 1024
     assert _timing_ok(tp["baseline"]) and set(tp["comm_us"]) == {"nccl_core", "nccl"}
     assert "| tp_decode | tokens=1 |" in out
+
+
+def test_collectives_in_nccl_memory():
+    """NCCL memory: the sizes cross nccl_core's fast path, the push all-reduce and
+    NCCL's own kernels on automatically registered windows."""
+    result, _ = _bench("nccl_mem", "--memory", "nccl", "--sizes", "8B,64KiB,1MiB,8MiB,32MiB",
+                       "--iters", "4", "--warmup", "1", "--graph", "3", "--graph-max-bytes", "64KiB")
+    rows = result["collectives"]
+    assert result["meta"]["memory"] == "nccl" and len(rows) == 5 * 5 + 2
+    assert all(r["correct"] == {"nccl_core": True, "nccl": True} and r["ratio"] > 0 for r in rows)
