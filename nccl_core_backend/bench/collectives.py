@@ -138,12 +138,14 @@ class GraphCase:
         self.n = element_count("all_reduce", size, elem, world)
         self.bytes = self.n * elem
         self.bufs = [alloc(self.n, dtype, device).zero_() for _ in range(count)]
-        # Capture needs the communicator and NCCL's connections set up, so
-        # the calls run once eagerly first, on a side stream as torch asks.
+        # Capture needs the communicator and NCCL's connections set up, and
+        # NCCL memory its window registered (a collective call, not allowed in
+        # a capture): every buffer's call runs once eagerly first, on a side
+        # stream as torch asks.
         side = torch.cuda.Stream(device=device)
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            for b in self.bufs[:3]:
+            for b in self.bufs:
                 dist.all_reduce(b, group=group)
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
