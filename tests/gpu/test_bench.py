@@ -16,6 +16,8 @@ import tempfile
 import pytest
 import torch
 
+from nccl_core_backend.bench.sizes import format_bytes
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = pytest.mark.gpu
 TIMEOUT = int(os.environ.get("NCCL_CORE_EXAMPLE_TIMEOUT", "300"))
@@ -70,7 +72,8 @@ def test_collectives_every_op_checked():
         assert r["correct"] == {"nccl_core": True, "nccl": True}, r
         assert r["ratio"] > 0 and _timing_ok(r["nccl_core"]) and _timing_ok(r["nccl"]), r
         assert r["nccl_core"]["busbw"] >= 0 and r["nccl"]["algbw"] > 0
-    assert "| all_reduce | 8 B |" in out and "WRONG" not in out
+    first = format_bytes(rows[0]["bytes"])  # 8 B, or one float per rank
+    assert f"| all_reduce | {first} |" in out and "WRONG" not in out
 
 
 def test_collectives_bfloat16():
