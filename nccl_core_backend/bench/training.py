@@ -170,7 +170,7 @@ def run_ddp(job, bucket_mbs: list[float], dim: int, layers: int, heads: int, bat
         # The same step without communication.  Its optimizer steps on local
         # gradients make nccl_core's replicas drift apart, which costs nothing
         # in time, and the check gives both copies the same weights first.
-        calls["no_sync"] = lambda: trainers[CORE].step_no_sync(x, y)
+        calls["no_sync"] = lambda t=trainers[CORE]: t.step_no_sync(x, y)
         samples = interleaved(calls, steps, warmup, rounds, job.sync, pool)
         ok, worst = check_grads(trainers, x, y)
         config = {"params": params, "bucket_mb": mb, "batch": batch, "seq": seq, "dim": dim,
