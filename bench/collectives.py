@@ -10,6 +10,10 @@ algorithm and bus bandwidth (nccl-tests conventions), host µs per call, and
 the ratio nccl_core / nccl.  Then: a CUDA graph of 100 small all_reduces, and
 the raw Communicator.allreduce path.  Every timed configuration is checked on
 the data it moved.  Rank 0 writes results.json, results.md and a plot.
+
+The command for users is ``python -m nccl_core_backend.bench`` (its ops,
+checks and bus-bandwidth factors are the ones used here); this script keeps
+the project's extra columns: NCCL memory, host µs and the raw path.
 """
 
 from __future__ import annotations
@@ -26,15 +30,9 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 import nccl_core_backend as nc  # noqa: E402
+from nccl_core_backend.bench.collectives import ALLOCATORS, OPS, Case, bus_factor  # noqa: E402
+from nccl_core_backend.bench.data import pattern_for  # noqa: E402
 from sidebyside import burst_us, init_side_by_side  # noqa: E402  (bench/ is on sys.path when run)
-
-OPS = ["all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single",
-       "broadcast"]
-# bus bandwidth = algorithm bandwidth * factor (nccl-tests)
-BUS = {"all_reduce": lambda n: 2 * (n - 1) / n, "all_gather_into_tensor": lambda n: (n - 1) / n,
-       "reduce_scatter_tensor": lambda n: (n - 1) / n, "all_to_all_single": lambda n: (n - 1) / n,
-       "broadcast": lambda n: 1.0}
-
 
 ROUNDS = 3  # measurements per backend and row, alternating; the best counts
 
@@ -47,70 +45,6 @@ def sizes(max_bytes: int) -> list[int]:
     if out[-1] != max_bytes and max_bytes >= 1 << 30:
         out.append(1 << 30)
     return out
-
-
-def _pattern(start: int, stop: int, dev) -> torch.Tensor:
-    """Element i holds i % 1024, exactly: indices are int64 because float32
-    cannot count past 2**24 (1 GiB of float32 is 2**28 elements)."""
-    return (torch.arange(start, stop, device=dev, dtype=torch.int64) % 1024).to(torch.float32)
-
-
-class Case:
-    """Buffers and the call of one (op, size, memory) configuration.  `size`
-    is the larger buffer in bytes, as nccl-tests counts it."""
-
-    def __init__(self, op: str, size: int, world: int, rank: int, alloc, device):
-        self.op, self.world, self.rank = op, world, rank
-        n = max(size // 4, world)
-        n -= n % world
-        self.n = n
-        small = n // world
-        f = torch.float32
-        if op == "all_gather_into_tensor":
-            self.inp, self.out = alloc(small, f, device), alloc(n, f, device)
-        elif op == "reduce_scatter_tensor":
-            self.inp, self.out = alloc(n, f, device), alloc(small, f, device)
-        elif op == "broadcast":
-            self.inp = self.out = alloc(n, f, device)
-        else:
-            self.inp, self.out = alloc(n, f, device), alloc(n, f, device)
-        self.bytes = n * 4
-
-    def call(self, group) -> None:
-        op = self.op
-        if op == "all_reduce":
-            dist.all_reduce(self.inp, group=group)
-        elif op == "all_gather_into_tensor":
-            dist.all_gather_into_tensor(self.out, self.inp, group=group)
-        elif op == "reduce_scatter_tensor":
-            dist.reduce_scatter_tensor(self.out, self.inp, group=group)
-        elif op == "all_to_all_single":
-            dist.all_to_all_single(self.out, self.inp, group=group)
-        else:
-            dist.broadcast(self.inp, 0, group=group)
-
-    def check(self, group) -> bool:
-        """Runs the op once on exact data and compares every output element."""
-        w, r = self.world, self.rank
-        dev = self.inp.device
-        idx = _pattern(0, self.inp.numel(), dev)
-        self.inp.copy_(idx + r)
-        self.call(group)
-        if self.op == "all_reduce":
-            exp, got = w * _pattern(0, self.n, dev) + w * (w - 1) / 2, self.inp
-        elif self.op == "all_gather_into_tensor":
-            k = self.n // w
-            exp, got = torch.cat([_pattern(0, k, dev) + q for q in range(w)]), self.out
-        elif self.op == "reduce_scatter_tensor":
-            k = self.n // w
-            exp, got = w * _pattern(r * k, (r + 1) * k, dev) + w * (w - 1) / 2, self.out
-        elif self.op == "all_to_all_single":
-            k = self.n // w
-            exp = torch.cat([_pattern(r * k, (r + 1) * k, dev) + q for q in range(w)])
-            got = self.out
-        else:
-            exp, got = _pattern(0, self.n, dev), self.inp
-        return bool(torch.equal(got, exp))
 
 
 def measure(case: Case, group, iters: int) -> dict:
@@ -262,17 +196,18 @@ def main() -> None:
     device, rank, world, nccl_group = init_side_by_side()
     groups = {"nccl_core": dist.group.WORLD, "nccl": nccl_group}
     ctrl = dist.new_group(backend="gloo")
-    allocs = {"plain": lambda n, dt, dev: torch.empty(n, dtype=dt, device=dev),
-              "nccl_mem": lambda n, dt, dev: nc.torch.empty(n, dtype=dt, device=dev)}
+    allocs = {"plain": ALLOCATORS["plain"], "nccl_mem": ALLOCATORS["nccl"]}
     rows, bad = [], []
+    pat = pattern_for(torch.float32, world)
     for op in args.ops.split(","):
         for size in (s for s in sizes(args.max_bytes) if s >= args.min_bytes):
             iters = int(max(5, min(500, 4e9 / size)))
             for mem, alloc in allocs.items():
                 row = {"op": op, "bytes": size, "memory": mem}
-                cases = {name: Case(op, size, world, rank, alloc, device) for name in groups}
+                cases = {name: Case(op, size, world, rank, device, torch.float32, alloc)
+                         for name in groups}
                 for name, group in groups.items():
-                    if not cases[name].check(group):
+                    if not cases[name].check(group, pat, shift=size % pat.k):
                         bad.append(f"{name} {op} {size} {mem}")
                 # Rounds alternate the backends and the best round counts:
                 # one slow round (a clock change, a noisy neighbour) does not
@@ -284,7 +219,7 @@ def main() -> None:
                             row[name] = m
                 for name in groups:
                     algbw = cases[name].bytes / (row[name]["gpu_us"] * 1e-6) / 1e9
-                    row[name].update(algbw=algbw, busbw=algbw * BUS[op](world))
+                    row[name].update(algbw=algbw, busbw=algbw * bus_factor(op, world))
                 del cases
                 rows.append(row)
             torch.cuda.empty_cache()

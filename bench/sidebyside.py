@@ -16,15 +16,12 @@ import nccl_core_backend  # noqa: E402,F401  (registers the backend)
 
 def init_side_by_side():
     """Default group on nccl_core (CUDA) + gloo (CPU), and a backend-nccl group
-    over the same ranks.  Returns (device, rank, world, nccl_group).
+    over the same ranks (nccl_core_backend.bench.job.init_side_by_side).
+    Returns (device, rank, world, nccl_group)."""
+    from nccl_core_backend.bench.job import init_side_by_side as init
 
-    No device_id: with a bound device, torch 2.11's new_group(backend="nccl")
-    tries to split the nccl group from the default group's (nccl_core) backend.
-    """
     device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
-    torch.cuda.set_device(device)
-    dist.init_process_group("cpu:gloo,cuda:nccl_core")
-    return device, dist.get_rank(), dist.get_world_size(), dist.new_group(backend="nccl")
+    return (device, *init(device))
 
 
 def burst_us(fn, bursts: int = 100, size: int = 32) -> float:

@@ -1,0 +1,153 @@
+"""Command-line arguments of ``python -m nccl_core_backend.bench``.
+
+Everything the user can get wrong is checked here, before any process group
+exists: a bad value ends every rank at once with argparse's message instead
+of leaving the others waiting in a collective.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from nccl_core_backend.bench.collectives import OPS
+from nccl_core_backend.bench.data import DTYPES
+from nccl_core_backend.bench.sizes import parse_size, parse_sizes
+
+DEFAULT_SIZES = "8B-1GiB"
+WORKLOADS = ("tp", "ddp", "fsdp")
+
+USAGE_EXAMPLES = """\
+examples:
+  torchrun --nproc-per-node=2 -m nccl_core_backend.bench
+  torchrun --nproc-per-node=4 -m nccl_core_backend.bench --ops all_reduce --sizes 8B-64MiB \\
+      --graph --json results.json --plot busbw.png
+  torchrun --nproc-per-node=2 -m nccl_core_backend.bench --workloads --json workloads.json
+  python -m nccl_core_backend.bench.plot results.json out.png     # draw later, anywhere
+"""
+
+
+def _positive_int(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    return v
+
+
+def _count(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
+    return v
+
+
+def _int_list(text: str) -> list[int]:
+    return [_positive_int(t.strip()) for t in text.split(",")]
+
+
+def _mb_list(text: str) -> list[float]:
+    out = []
+    for t in text.split(","):
+        try:
+            v = float(t)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{t.strip()!r} is not a number of MiB") from None
+        if not v > 0:
+            raise argparse.ArgumentTypeError(f"bucket size {t.strip()!r} must be above 0")
+        out.append(v)
+    return out
+
+
+def _choices(text: str, known: tuple, what: str) -> list[str]:
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    bad = [t for t in items if t not in known]
+    if bad or not items:
+        raise argparse.ArgumentTypeError(
+            f"unknown {what} {', '.join(map(repr, bad)) or repr(text)}; known: {', '.join(known)}")
+    return list(dict.fromkeys(items))
+
+
+def _sizes(text: str) -> list[int]:
+    try:
+        return parse_sizes(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="torchrun --nproc-per-node=N -m nccl_core_backend.bench",
+        description="nccl_core against PyTorch's backend nccl, side by side on the same GPUs: "
+                    "time per call, ratio nccl_core / nccl (lower is faster), bus bandwidth, "
+                    "every result checked.",
+        epilog=USAGE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--ops", type=lambda t: _choices(t, OPS, "op"), default=list(OPS),
+                   help="comma-separated collectives (default: all of " + ", ".join(OPS) + ")")
+    p.add_argument("--sizes", type=_sizes, default=parse_sizes(DEFAULT_SIZES),
+                   help=f"sizes in bytes: a list and/or ranges that double, e.g. 8B-1GiB, "
+                        f"1KiB,64KiB-1MiB (default {DEFAULT_SIZES})")
+    p.add_argument("--dtype", choices=list(DTYPES), default="float32",
+                   help="element type of the collectives (default float32)")
+    p.add_argument("--memory", choices=["plain", "nccl"], default="plain",
+                   help="buffers from torch.empty (plain, default) or NCCL memory "
+                        "(nccl_core_backend.torch.empty), for both backends")
+    p.add_argument("--iters", type=_positive_int, default=None,
+                   help="timed calls per backend and size (default: 200, fewer from 16 MiB, >= 10)")
+    p.add_argument("--warmup", type=_count, default=5, help="untimed calls first (default 5)")
+    p.add_argument("--rounds", type=_positive_int, default=4,
+                   help="rounds that alternate the backends (default 4)")
+    p.add_argument("--graph", type=_positive_int, nargs="?", const=100, default=0, metavar="N",
+                   help="also time CUDA-graph replay of N all_reduces (N default 100) "
+                        "at each size up to --graph-max-bytes")
+    p.add_argument("--graph-max-bytes", type=_size, default=4 << 20, metavar="SIZE",
+                   help="largest size of the graph rows (default 4MiB)")
+    p.add_argument("--workloads", type=lambda t: _choices(t, WORKLOADS, "workload"), nargs="?",
+                   const=list(WORKLOADS), default=None, metavar="LIST",
+                   help="run the workloads instead of the collectives: tp (tensor-parallel "
+                        "decode step in a CUDA graph), ddp, fsdp (default all three)")
+    p.add_argument("--steps", type=_positive_int, default=30,
+                   help="timed steps per backend and workload configuration (default 30)")
+    p.add_argument("--tokens", type=_int_list, default=[1, 4, 16],
+                   help="tp: tokens per decode step (default 1,4,16)")
+    p.add_argument("--tp-layers", type=_positive_int, default=32, help="tp: layers (default 32)")
+    p.add_argument("--tp-hidden", type=_positive_int, default=4096, help="tp: hidden size (default 4096)")
+    p.add_argument("--tp-ffn", type=_positive_int, default=11008, help="tp: MLP size (default 11008)")
+    p.add_argument("--bucket-mb", type=_mb_list, default=[25.0],
+                   help="ddp: gradient bucket sizes in MiB, comma-separated (default 25)")
+    p.add_argument("--model-dim", type=_positive_int, default=1024,
+                   help="ddp/fsdp: model width (default 1024: ~100M parameters)")
+    p.add_argument("--model-layers", type=_positive_int, default=8, help="ddp/fsdp: layers (default 8)")
+    p.add_argument("--model-heads", type=_positive_int, default=16, help="ddp/fsdp: heads (default 16)")
+    p.add_argument("--batch", type=_positive_int, default=8, help="ddp/fsdp: sequences per rank (default 8)")
+    p.add_argument("--seq", type=_positive_int, default=512, help="ddp/fsdp: sequence length (default 512)")
+    p.add_argument("--json", metavar="PATH", help="write every result as JSON (rank 0)")
+    p.add_argument("--plot", metavar="PNG", help="draw the results (needs matplotlib)")
+    return p
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    """Parsed and checked arguments (argparse exits with a message on bad ones)."""
+    p = build_parser()
+    args = p.parse_args(argv)
+    if args.model_dim % args.model_heads:
+        p.error(f"--model-dim ({args.model_dim}) must be a multiple of --model-heads ({args.model_heads})")
+    if args.plot:
+        from nccl_core_backend.bench.plot import LATER, have_matplotlib
+
+        if not have_matplotlib():
+            p.error("--plot needs matplotlib, which is not installed here. Run with --json "
+                    f"results.json instead and draw it on any machine with matplotlib: {LATER}")
+    args.torch_dtype = DTYPES[args.dtype]
+    return args

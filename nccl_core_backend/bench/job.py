@@ -1,0 +1,123 @@
+"""The torchrun job every side-by-side benchmark runs in.
+
+The default group is ``cpu:gloo,cuda:nccl_core`` and a second group of backend
+``nccl`` spans the same ranks, so one job times both backends on the same
+GPUs.  A third group, plain gloo, carries the bench's own bookkeeping (seeds,
+barriers between timed blocks, correctness flags), so a broken backend under
+test cannot hide its own failures.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import sys
+from dataclasses import dataclass, field
+
+import torch
+import torch.distributed as dist
+
+# The names the results use for the two backends, in the order they are shown.
+CORE, NCCL = "nccl_core", "nccl"
+
+_TORCHRUN_VARS = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+class BenchError(Exception):
+    """A problem with how the bench was started or with its arguments; the
+    message says what to change."""
+
+
+def check_launch(environ=os.environ) -> int:
+    """LOCAL_RANK of a process started by torchrun; BenchError otherwise."""
+    missing = [v for v in _TORCHRUN_VARS if v not in environ]
+    if missing:
+        raise BenchError(
+            "not started by torchrun (" + ", ".join(missing) + " not set): run it as "
+            "`torchrun --nproc-per-node=N -m nccl_core_backend.bench ...` (N = GPUs to use, 1 works)")
+    try:
+        local = int(environ["LOCAL_RANK"])
+    except ValueError:
+        raise BenchError(f"LOCAL_RANK={environ['LOCAL_RANK']!r} is not a number") from None
+    return local
+
+
+def check_cuda(local_rank: int) -> torch.device:
+    """The GPU of this rank; BenchError when there is none."""
+    if not torch.cuda.is_available():
+        raise BenchError("no CUDA GPU visible (torch.cuda.is_available() is False): the bench "
+                         "times GPU collectives and needs one GPU per process")
+    n = torch.cuda.device_count()
+    if local_rank >= n:
+        raise BenchError(f"LOCAL_RANK={local_rank} but only {n} GPU(s) visible: "
+                         f"--nproc-per-node must not exceed the GPUs of the node")
+    return torch.device("cuda", local_rank)
+
+
+def init_side_by_side(device: torch.device):
+    """Default group on nccl_core (CUDA) + gloo (CPU), and a backend-nccl group
+    over the same ranks.  Returns (rank, world, nccl_group).
+
+    No device_id: with a bound device, torch 2.11's new_group(backend="nccl")
+    tries to split the nccl group from the default group's (nccl_core) backend.
+    """
+    import nccl_core_backend  # noqa: F401  (registers the backend)
+
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast off on shared hosts
+    torch.cuda.set_device(device)
+    dist.init_process_group("cpu:gloo,cuda:nccl_core")
+    return dist.get_rank(), dist.get_world_size(), dist.new_group(backend="nccl")
+
+
+@dataclass
+class Job:
+    """Rank, GPU and groups of one benchmark process."""
+
+    device: torch.device
+    rank: int
+    world: int
+    groups: dict = field(default_factory=dict)  # backend name -> group under test
+    ctrl: object = None  # gloo group for the bench's own messages
+
+    def sync(self) -> None:
+        """Lines the ranks up with an idle GPU (over gloo)."""
+        torch.cuda.synchronize(self.device)
+        dist.barrier(group=self.ctrl)
+
+    def shared_seed(self) -> int:
+        """A random seed, the same on every rank: fresh data on every run."""
+        t = torch.tensor([random.randrange(1, 2**31)], dtype=torch.int64)
+        dist.broadcast(t, 0, group=self.ctrl)
+        return int(t.item())
+
+    def all_ranks_true(self, flags: list) -> list:
+        """Element-wise AND of every rank's list of booleans (same length everywhere)."""
+        everyone: list = [None] * self.world
+        dist.all_gather_object(everyone, [bool(f) for f in flags], group=self.ctrl)
+        return [all(lst[i] for lst in everyone) for i in range(len(flags))]
+
+    def gather(self, obj) -> list:
+        """Every rank's `obj`, on every rank (over gloo)."""
+        everyone: list = [None] * self.world
+        dist.all_gather_object(everyone, obj, group=self.ctrl)
+        return everyone
+
+
+def start_job(local_rank: int) -> Job:
+    """Creates the groups (CUDA already checked by check_cuda)."""
+    device = torch.device("cuda", local_rank)
+    rank, world, nccl_group = init_side_by_side(device)
+    job = Job(device=device, rank=rank, world=world,
+              groups={CORE: dist.group.WORLD, NCCL: nccl_group})
+    job.ctrl = dist.new_group(backend="gloo")
+    return job
+
+
+def finish(code: int) -> None:
+    """Ends the process without tearing the groups down.  Destroying a backend
+    nccl group whose communicator captured a CUDA graph never returns on
+    torch 2.11 / NCCL 2.28.9 (pytorch/pytorch#115388; bench/NOTES.md §9), and
+    every result is written by now."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)

@@ -1,0 +1,119 @@
+"""The bench's results as markdown tables and as JSON.
+
+JSON layout (``--json``): ``{"meta": {...}, "collectives": [row, ...],
+"workloads": [row, ...]}``.  A collectives row holds ``op``, ``bytes``,
+``dtype``, ``iters``, one timing per backend (``nccl_core``, ``nccl``: median
+``us`` per call, ``p10_us``, ``p90_us``, ``samples``, ``algbw`` and ``busbw``
+in GB/s), ``ratio`` (nccl_core us / nccl us) and ``correct`` (backend ->
+bool, every rank's check passed).  A workload row holds ``workload``,
+``label``, ``config``, the two timings (``us`` per step), ``ratio``,
+``correct``, ``check`` and, where a step without communication was timed,
+``baseline``, ``comm_us`` (per backend) and ``comm_ratio``.
+"""
+
+from __future__ import annotations
+
+import json
+
+from nccl_core_backend.bench.collectives import GRAPH_OP
+from nccl_core_backend.bench.job import CORE, NCCL
+from nccl_core_backend.bench.sizes import format_bytes
+
+
+def correct_cell(correct: dict) -> str:
+    """``yes`` when every backend's check passed on every rank, else which failed."""
+    wrong = [name for name, ok in correct.items() if not ok]
+    return "yes" if not wrong else "WRONG: " + ", ".join(wrong)
+
+
+def _us(v: float) -> str:
+    return f"{v:.2f}" if v < 10 else f"{v:.1f}"
+
+
+def _ratio(v) -> str:
+    return "-" if v is None else f"{v:.2f}"
+
+
+def op_label(row: dict) -> str:
+    if row["op"] == GRAPH_OP:
+        return f"all_reduce, graph of {row.get('count', '?')}"
+    return row["op"]
+
+
+def collectives_table(rows: list[dict]) -> str:
+    """Markdown: one line per (op, size); times in µs per call."""
+    lines = ["| op | size | nccl_core µs | nccl µs | ratio | nccl_core busbw GB/s | "
+             "nccl busbw GB/s | correct |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        c, n = r[CORE], r[NCCL]
+        lines.append(f"| {op_label(r)} | {format_bytes(r['bytes'])} | {_us(c['us'])} | {_us(n['us'])} | "
+                     f"{_ratio(r['ratio'])} | {c['busbw']:.2f} | {n['busbw']:.2f} | "
+                     f"{correct_cell(r['correct'])} |")
+    return "\n".join(lines)
+
+
+def workloads_table(rows: list[dict]) -> str:
+    """Markdown: one line per workload configuration; steps in ms, communication in µs."""
+    lines = ["| workload | config | nccl_core ms | nccl ms | ratio | comm-only nccl_core µs | "
+             "comm-only nccl µs | comm ratio | correct |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---|"]
+    for r in rows:
+        comm = r.get("comm_us")
+        cc, cn = (_us(comm[CORE]), _us(comm[NCCL])) if comm else ("-", "-")
+        lines.append(f"| {r['workload']} | {r['label']} | {r[CORE]['us'] / 1e3:.3f} | "
+                     f"{r[NCCL]['us'] / 1e3:.3f} | {_ratio(r['ratio'])} | {cc} | {cn} | "
+                     f"{_ratio(r.get('comm_ratio'))} | {correct_cell(r['correct'])} |")
+    return "\n".join(lines)
+
+
+def header(meta: dict) -> str:
+    return (f"nccl_core vs nccl: world={meta['world']} gpu={meta.get('gpu', '?')} "
+            f"torch={meta.get('torch', '?')} nccl={meta.get('nccl', '?')} "
+            f"dtype={meta.get('dtype', '?')} memory={meta.get('memory', 'plain')}\n"
+            "time: median per call (per step for workloads); ratio = nccl_core / nccl, "
+            "below 1.00 nccl_core is faster")
+
+
+def render(result: dict) -> str:
+    """The whole report as text (markdown tables under a header)."""
+    parts = [header(result["meta"])]
+    if result.get("collectives"):
+        parts += ["", collectives_table(result["collectives"])]
+    if result.get("workloads"):
+        parts += ["", workloads_table(result["workloads"])]
+    wrong = wrong_results(result)
+    if wrong:
+        parts += ["", "WRONG RESULTS: " + "; ".join(wrong)]
+    return "\n".join(parts)
+
+
+def wrong_results(result: dict) -> list[str]:
+    """One line per row whose check failed on some rank."""
+    out = []
+    for r in result.get("collectives", []):
+        if not all(r["correct"].values()):
+            out.append(f"{op_label(r)} {format_bytes(r['bytes'])}: {correct_cell(r['correct'])}")
+    for r in result.get("workloads", []):
+        if not all(r["correct"].values()):
+            out.append(f"{r['workload']} {r['label']}: {correct_cell(r['correct'])}")
+    return out
+
+
+def write_json(path: str, result: dict) -> None:
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+        f.write("\n")
+
+
+def load_json(path: str) -> dict:
+    """A results file written by --json; ValueError when it is not one."""
+    with open(path) as f:
+        try:
+            result = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} is not JSON: {e}") from None
+    if not isinstance(result, dict) or "meta" not in result or not (
+            "collectives" in result or "workloads" in result):
+        raise ValueError(f"{path} is not a results file of nccl_core_backend.bench (--json)")
+    return result

@@ -1,0 +1,91 @@
+"""The side-by-side sweep: every op at every size on both backends.
+
+Per row: both backends get their own buffers, each is checked on fresh data
+(before and after its timed calls), then the timed calls alternate between
+the backends in rounds (timing.interleaved).  A row's time is the median µs
+per call; its ratio is nccl_core / nccl (below 1: nccl_core is faster).
+"""
+
+from __future__ import annotations
+
+import random
+
+import torch
+
+from nccl_core_backend.bench.collectives import ALLOCATORS, GRAPH_OP, Case, GraphCase, bandwidth
+from nccl_core_backend.bench.data import pattern_for
+from nccl_core_backend.bench.job import CORE, NCCL
+from nccl_core_backend.bench.sizes import format_bytes
+from nccl_core_backend.bench.timing import EventPool, interleaved, summary
+
+
+def auto_iters(size: int) -> int:
+    """Timed calls per backend for a size when --iters is not given: 200 for
+    small sizes, fewer from 16 MiB so that a 1 GiB row takes seconds, at least 10."""
+    return max(10, min(200, (2 << 30) // max(size, 1)))
+
+
+def _timing(job, op: str, nbytes: int, samples: list, per: int = 1) -> dict:
+    t = summary([s / per for s in samples])
+    t["algbw"], t["busbw"] = bandwidth(op, nbytes, t["us"], job.world)
+    return t
+
+
+def graph_rows_wanted(sizes: list[int], count: int, max_bytes: int) -> list[int]:
+    """Sizes that get a CUDA-graph row: --graph given and the size at most --graph-max-bytes."""
+    return [s for s in sizes if count and s <= max_bytes]
+
+
+def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, warmup: int,
+              rounds: int, graph_count: int, graph_max_bytes: int, progress,
+              memory: str = "plain") -> list[dict]:
+    """Rows of the sweep, this rank's view (correctness flags are this rank's;
+    __main__ combines every rank's)."""
+    alloc = ALLOCATORS[memory]
+    pool = EventPool()
+    pat = pattern_for(dtype, job.world)
+    rng = random.Random(job.shared_seed())
+    dname = str(dtype).replace("torch.", "")
+    rows = []
+    for op in ops:
+        for size in sizes:
+            n_iter = iters or auto_iters(size)
+            cases = {name: Case(op, size, job.world, job.rank, job.device, dtype, alloc)
+                     for name in job.groups}
+            ok = {name: cases[name].check(g, pat, rng.randrange(pat.k)) for name, g in job.groups.items()}
+            samples = interleaved({name: (lambda c=cases[name], g=g: c.call(g))
+                                   for name, g in job.groups.items()},
+                                  n_iter, warmup, rounds, job.sync, pool)
+            for name, g in job.groups.items():
+                ok[name] = cases[name].check(g, pat, rng.randrange(pat.k)) and ok[name]
+            nbytes = cases[CORE].bytes
+            rows.append(_row(job, op, nbytes, dname, n_iter, samples, ok))
+            del cases
+            if size >= 64 << 20:
+                torch.cuda.empty_cache()
+            progress.step(f"{op} {format_bytes(nbytes)}")
+    for size in graph_rows_wanted(sizes, graph_count, graph_max_bytes):
+        n_iter = iters or auto_iters(size * graph_count)  # replays
+        cases = {name: GraphCase(size, graph_count, job.world, job.rank, job.device, dtype, g, alloc)
+                 for name, g in job.groups.items()}
+        ok = {name: c.check(pat, rng.randrange(pat.k)) for name, c in cases.items()}
+        samples = interleaved({name: c.call for name, c in cases.items()}, n_iter,
+                              min(warmup, 3), rounds, job.sync, pool)
+        for name, c in cases.items():
+            ok[name] = c.check(pat, rng.randrange(pat.k)) and ok[name]
+        row = _row(job, GRAPH_OP, cases[CORE].bytes, dname, n_iter, samples, ok,
+                   per=graph_count)
+        row["count"] = graph_count
+        rows.append(row)
+        del cases
+        progress.step(f"graph of {graph_count} all_reduces, {format_bytes(row['bytes'])} each")
+    return rows
+
+
+def _row(job, op, nbytes, dname, n_iter, samples, ok, per: int = 1) -> dict:
+    row = {"op": op, "bytes": nbytes, "dtype": dname, "iters": n_iter}
+    for name in job.groups:
+        row[name] = _timing(job, op, nbytes, samples[name], per)
+    row["ratio"] = row[CORE]["us"] / row[NCCL]["us"] if row[NCCL]["us"] > 0 else None
+    row["correct"] = dict(ok)
+    return row

@@ -1,0 +1,89 @@
+"""Runs ``python -m nccl_core_backend.bench``'s main() on CPU processes over gloo.
+
+    python tests/cpu/bench_cpu_driver.py WORLD [--break-op OP] -- [bench arguments]
+
+Used by test_bench_main.py.  The CUDA-only pieces are swapped for CPU ones
+(two gloo groups stand in for the backends, wall-clock time for CUDA events);
+everything else, from argument parsing to the exit status, is the command's
+own code.  ``--break-op`` makes the stand-in nccl_core skip that op.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, ROOT)
+
+
+def _worker(rank: int, world: int, port: int, broken: str, argv: list) -> None:
+    import torch
+    import torch.distributed as dist
+
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank),
+                      WORLD_SIZE=str(world), LOCAL_RANK=str(rank))
+    torch.set_num_threads(1)
+    import nccl_core_backend as nc
+    import nccl_core_backend.bench.__main__ as main_mod
+    from nccl_core_backend.bench import collectives, job, sweep, timing, training
+    from nccl_core_backend.bench.job import CORE, NCCL, Job
+
+    def start_job(local):
+        dist.init_process_group("gloo")
+        j = Job(device=torch.device("cpu"), rank=dist.get_rank(), world=dist.get_world_size(),
+                groups={CORE: dist.group.WORLD, NCCL: dist.new_group(backend="gloo")})
+        j.ctrl = dist.new_group(backend="gloo")
+        j.sync = lambda: dist.barrier(group=j.ctrl)
+        return j
+
+    def wall_clock(fn, n, pool):
+        out = []
+        for _ in range(n):
+            t = time.perf_counter()
+            fn()
+            out.append((time.perf_counter() - t) * 1e6)
+        return out
+
+    main_mod.check_cuda = lambda local: torch.device("cpu")
+    job.start_job = start_job
+    timing.time_calls = wall_clock
+    sweep.EventPool = training.EventPool = lambda: None
+    torch.cuda.get_device_name = lambda device=None: "CPU stand-in"
+    nc.nccl_version = lambda: (0, 0, 0)
+    if broken:
+        real = collectives.Case.call
+
+        def call(self, group):
+            if not (self.op == broken and group is dist.group.WORLD):
+                real(self, group)
+
+        collectives.Case.call = call
+    main_mod.main(argv)
+
+
+def main() -> int:
+    import torch.multiprocessing as mp
+
+    args = sys.argv[1:]
+    world = int(args.pop(0))
+    broken = ""
+    if args[0] == "--break-op":
+        broken = args[1]
+        args = args[2:]
+    if args and args[0] == "--":
+        args = args[1:]
+    port = 32000 + os.getpid() % 2000
+    ctx = mp.get_context("spawn")
+    procs = [ctx.Process(target=_worker, args=(r, world, port, broken, args)) for r in range(world)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    codes = {p.exitcode for p in procs}
+    return codes.pop() if len(codes) == 1 else 99
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,113 @@
+"""``python -m nccl_core_backend.bench`` under torchrun, at the host's world size.
+
+Tiny sizes and models, so each launch takes seconds; what is checked is the
+command, not the speed: every op and workload present in the JSON, every
+result correct on every rank, times and ratios positive.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+import torch
+
+from nccl_core_backend.bench.sizes import format_bytes
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+pytestmark = pytest.mark.gpu
+TIMEOUT = int(os.environ.get("NCCL_CORE_EXAMPLE_TIMEOUT", "300"))
+OPS = ["all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single", "broadcast"]
+
+
+def _world() -> int:
+    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if n == 0:
+        pytest.skip("no CUDA GPU visible; the bench runs on a GPU host (bash scripts/gpu-test.sh)")
+    return min(n, 8)
+
+
+def _bench(name: str, *args: str) -> tuple[dict, str]:
+    world = _world()
+    path = tempfile.mktemp(suffix=".json")
+    port = 29900 + (os.getpid() % 500)
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={world}",
+           "--master-port", str(port), "-m", "nccl_core_backend.bench", *args, "--json", path]
+    env = dict(os.environ, NCCL_NVLS_ENABLE="0", PYTHONUNBUFFERED="1")
+    p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT)
+    out = p.stdout + p.stderr
+    log_dir = os.environ.get("NCCL_CORE_GPU_LOG_DIR")
+    if log_dir:
+        with open(os.path.join(log_dir, f"bench_{name}.log"), "w") as f:
+            f.write(" ".join(cmd) + "\n" + out)
+    assert p.returncode == 0, f"bench {name} failed (exit {p.returncode}):\n{out[-6000:]}"
+    with open(path) as f:
+        result = json.load(f)
+    assert result["meta"]["world"] == world
+    return result, out
+
+
+def _timing_ok(t: dict) -> bool:
+    return t["us"] > 0 and t["p10_us"] <= t["us"] <= t["p90_us"] and t["samples"] > 0
+
+
+def test_collectives_every_op_checked():
+    sizes = [8, 1024, 64 << 10, 1 << 20]
+    result, out = _bench("collectives", "--sizes", "8B,1KiB,64KiB,1MiB", "--iters", "6", "--warmup", "2",
+                         "--rounds", "2", "--graph", "4", "--graph-max-bytes", "64KiB")
+    rows = result["collectives"]
+    world = result["meta"]["world"]
+    for op in OPS:
+        mine = [r for r in rows if r["op"] == op]
+        assert len(mine) == len(sizes), f"{op}: {len(mine)} rows"
+        # the requested size, rounded down to whole elements per rank
+        assert [r["bytes"] for r in mine] == [max(s // 4, world) // world * world * 4 for s in sizes]
+    graph = [r for r in rows if r["op"] == "all_reduce_graph"]
+    assert len(graph) == 3 and all(r["count"] == 4 for r in graph)
+    for r in rows:
+        assert r["correct"] == {"nccl_core": True, "nccl": True}, r
+        assert r["ratio"] > 0 and _timing_ok(r["nccl_core"]) and _timing_ok(r["nccl"]), r
+        assert r["nccl_core"]["busbw"] >= 0 and r["nccl"]["algbw"] > 0
+    first = format_bytes(rows[0]["bytes"])  # 8 B, or one float per rank
+    assert f"| all_reduce | {first} |" in out and "WRONG" not in out
+
+
+def test_collectives_bfloat16():
+    result, _ = _bench("bf16", "--ops", "all_reduce,reduce_scatter_tensor", "--sizes", "2B-4KiB",
+                       "--dtype", "bfloat16", "--iters", "4", "--warmup", "1")
+    rows = result["collectives"]
+    assert {r["op"] for r in rows} == {"all_reduce", "reduce_scatter_tensor"} and len(rows) == 24
+    assert all(r["dtype"] == "bfloat16" and all(r["correct"].values()) and r["ratio"] > 0 for r in rows)
+
+
+def test_workloads_tiny():
+    result, out = _bench("workloads", "--workloads", "--tokens", "1,4", "--tp-layers", "2",
+                         "--tp-hidden", "512", "--tp-ffn", "1024", "--model-dim", "128",
+                         "--model-layers", "2", "--model-heads", "4", "--batch", "2", "--seq", "64",
+                         "--bucket-mb", "1,25", "--steps", "4", "--warmup", "2", "--rounds", "2")
+    rows = result["workloads"]
+    assert [(r["workload"], r["label"]) for r in rows] == [
+        ("tp_decode", "tokens=1"), ("tp_decode", "tokens=4"), ("ddp", "bucket=1MiB"),
+        ("ddp", "bucket=25MiB"), ("fsdp2", "fully_shard")]
+    for r in rows:
+        assert all(r["correct"].values()), r
+        assert r["ratio"] > 0 and _timing_ok(r["nccl_core"]) and _timing_ok(r["nccl"]), r
+    tp = rows[0]
+    assert tp["correct"] == {"nccl_core": True, "nccl": True}
+    assert tp["config"]["all_reduces"] == 4 and tp["config"]["all_reduce_bytes"] == 1024
+    assert _timing_ok(tp["baseline"]) and set(tp["comm_us"]) == {"nccl_core", "nccl"}
+    assert "| tp_decode | tokens=1 |" in out
+
+
+def test_collectives_in_nccl_memory():
+    """NCCL memory: the sizes cross nccl_core's fast path, the push all-reduce and
+    NCCL's own kernels on automatically registered windows."""
+    result, _ = _bench("nccl_mem", "--memory", "nccl", "--sizes", "8B,64KiB,1MiB,8MiB,32MiB",
+                       "--iters", "4", "--warmup", "1", "--graph", "3", "--graph-max-bytes", "64KiB")
+    rows = result["collectives"]
+    assert result["meta"]["memory"] == "nccl" and len(rows) == 5 * 5 + 2
+    assert all(r["correct"] == {"nccl_core": True, "nccl": True} and r["ratio"] > 0 for r in rows)
