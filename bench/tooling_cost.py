@@ -64,7 +64,11 @@ def main() -> None:
     groups["nccl nan check"] = dist.new_group(ranks, backend="nccl")
     del os.environ["TORCH_NCCL_NAN_CHECK"]
     groups["nccl_core completion hook"]._register_on_completion_hook(lambda info: None)
-    groups["nccl timing"]._get_backend(device)._enable_collectives_timing()
+    timed = groups["nccl timing"]._get_backend(device)
+    if hasattr(timed, "_enable_collectives_timing"):
+        timed._enable_collectives_timing()
+    else:  # this torch binds it on ProcessGroupNCCL under another name
+        timed.enable_collectives_timing()
     sizes = {"4 KiB": 1024, "4 MiB": 1 << 20}
     results = {name: {s: [] for s in sizes} for name in groups}
     tensors = {s: torch.ones(n, device=device) for s, n in sizes.items()}
