@@ -43,7 +43,9 @@ def main() -> None:
     local = int(os.environ.get("LOCAL_RANK", "0"))
     device = torch.device("cuda", local)
     torch.cuda.set_device(device)
-    dist.init_process_group("cpu:gloo,cuda:nccl_core", device_id=device)
+    # No device_id: with a bound device, torch 2.11's new_group(backend="nccl")
+    # tries to split from the default group's CUDA backend, which is ours.
+    dist.init_process_group("cpu:gloo,cuda:nccl_core")
     ranks = list(range(dist.get_world_size()))
 
     def core(**fields):
