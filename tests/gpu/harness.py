@@ -5,12 +5,21 @@ Launched as ``torchrun --nproc-per-node=N tests/gpu/harness.py --out DIR
 JSON line per case to ``DIR/rank<R>.jsonl``; ``test_gpu_suite.py`` turns
 them into pytest results.  Starting processes is slow, so cases share one
 launch; a stuck case ends the launch through a per-case deadline.
+
+A launch that dies must still name where: each rank prints ``[harness] rank
+R start <case>`` before a case and ``[harness] rank R collect after <case>``
+before the garbage collection that follows it (objects a case leaves in
+reference cycles are destroyed there, not inside a later case), every record
+reaches the disk before the next case starts, and a fatal signal prints every
+thread's Python stack (faulthandler).  NCCL_CORE_GPU_GC_BETWEEN=0 leaves
+garbage collection to Python.
 """
 
 from __future__ import annotations
 
 import argparse
 import faulthandler
+import gc
 import json
 import os
 import random
@@ -41,7 +50,14 @@ def _deadline(seconds: float, name: str, stop: threading.Event):
     t.start()
 
 
+def _say(rank: int, what: str) -> None:
+    sys.stdout.write(f"[harness] rank {rank} {what}\n")
+    sys.stdout.flush()
+
+
 def main() -> int:
+    # A SIGSEGV/SIGABRT/SIGBUS prints every thread's Python stack on stderr.
+    faulthandler.enable(all_threads=True)
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
     p.add_argument("--lazy", action="store_true", help="no device_id: lazy, unique-id init")
@@ -74,6 +90,7 @@ def main() -> int:
     mode = "lazy" if args.lazy else "eager"
     only = set(filter(None, args.only.split(",")))
     skip = set(filter(None, os.environ.get("NCCL_CORE_GPU_SKIP", "").split(",")))
+    collect_between = os.environ.get("NCCL_CORE_GPU_GC_BETWEEN", "1") != "0"
     out = open(os.path.join(args.out, f"rank{rank}.jsonl"), "w")
     if rank == 0:
         print(f"[harness] world={world} mode={mode} seed={seed} torch={torch.__version__} "
@@ -83,6 +100,7 @@ def main() -> int:
             continue
         ctx = Ctx(rank, world, device, seed, args.lazy, case_index=index)
         rec = {"case": name, "world": world, "mode": mode}
+        _say(rank, f"start {name}")
         t0 = time.time()
         stop = threading.Event()
         _deadline(meta["timeout"] or float(os.environ.get("NCCL_CORE_CASE_TIMEOUT", "180")), name, stop)
@@ -114,8 +132,21 @@ def main() -> int:
         rec["seconds"] = round(time.time() - t0, 3)
         out.write(json.dumps(rec) + "\n")
         out.flush()
+        os.fsync(out.fileno())
         if rec["status"] == "fail":
             print(f"[harness] rank {rank} FAIL {name}: {rec['error']}", flush=True)
+        if collect_between:
+            # What the case left in reference cycles (a frame kept by a stored
+            # exception's traceback holds its groups and tensors) is destroyed
+            # here, under this case's name.
+            _say(rank, f"collect after {name}")
+            done = threading.Event()
+            _deadline(60.0, f"{name} (collect after)", done)
+            try:
+                gc.collect()
+                torch.cuda.synchronize()
+            finally:
+                done.set()
         dist.barrier(group=ctrl)
     out.close()
     dist.barrier(group=ctrl)
