@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import os
+import time
 
 import torch
 import torch.distributed as dist
@@ -264,6 +265,24 @@ def teardown_with_registered_pools(ctx):
     sanity(ctx)
 
 
+def _segment_of(ctx, t) -> tuple[int, int]:
+    """(address, total_size) of the allocator segment that holds tensor `t`."""
+    p = t.data_ptr()
+    for s in torch.cuda.memory_snapshot():
+        if s["device"] == ctx.device.index and s["address"] <= p < s["address"] + s["total_size"]:
+            return s["address"], s["total_size"]
+    fail(f"no allocator segment holds the tensor at {p:#x}")
+    return 0, 0
+
+
+def _drain(be, seconds: float = 10.0) -> None:
+    """Waits (bounded) until the watchdog has retired the group's works, which
+    keep their tensors, and so their segments, alive until then."""
+    deadline = time.monotonic() + seconds
+    while be._pending_works() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
 @case(min_world=1)
 def allocator_hook_registers_every_segment(ctx):
     if _snapshot(ctx)[2]:
@@ -286,31 +305,54 @@ def allocator_hook_registers_every_segment(ctx):
     if be.options.register_allocator_segments is not True:
         fail(f"{name}=1 did not set register_allocator_segments")
     n0 = _expect_registered(ctx, be, None, False, "at communicator creation")
-    # Ordinary tensors, in new segments: registered as the allocator makes them.
-    big = 3 * (64 << 20) // 4 + 17  # > the 20 MiB rounding: segments of their own
-    ts = [torch.empty(big, dtype=torch.float32, device=ctx.device) for _ in range(2)]
+    # Ordinary tensors in new segments: registered as the allocator makes them.
+    # 192 MiB is a multiple of the allocator's 2 MiB rounding for large
+    # requests, so each tensor fills its segment exactly and no later
+    # allocation can be placed in it (a tail would be split off and could be
+    # handed out, keeping the segment alive after the tensor is gone).
+    big_bytes = 192 << 20
+    ts = [torch.empty(big_bytes // 4, dtype=torch.float32, device=ctx.device) for _ in range(2)]
     n1 = _expect_registered(ctx, be, None, False, "after two large torch.empty")
     if n1 < n0 + 2:
         fail(f"registered segments went from {n0} to {n1}, expected +2 at least")
+    own = [_segment_of(ctx, t) for t in ts]
+    for addr, size in own:
+        if size != big_bytes:
+            fail(f"a {big_bytes}-byte tensor lies in a {size}-byte segment at {addr:#x}: it "
+                 "shares its segment, which empty_cache then cannot return")
     for i, dtype in enumerate(DTYPES):
         tensors = [torch.empty(n, dtype=dtype, device=ctx.device)
                    for n in (N, N, N * ctx.world, N * ctx.world, N)]
         _collectives(ctx, g, tensors, dtype, 400 + 2 * i, f"allocator hook {dtype}")
     _expect_registered(ctx, be, None, False, "after the collectives")
+    # The collectives' tensors go back to the allocator once their works are
+    # retired; their segments may stay (torch's empty_cache returns only
+    # segments with no block in use), which is why the count is compared with
+    # the one just before the two large tensors die, not with n1.
+    del tensors
+    gc.collect()
+    _drain(be)
+    torch.cuda.synchronize()
+    n_before = _expect_registered(ctx, be, None, False, "before empty_cache")
     # empty_cache gives the free segments back: each is deregistered first.
-    del ts, tensors
+    del ts
     gc.collect()
     torch.cuda.synchronize()
     torch.cuda.empty_cache()
     n2 = _expect_registered(ctx, be, None, False, "after empty_cache")
-    if n2 > n1 - 2:
-        fail(f"empty_cache: registered segments went from {n1} to {n2}, expected -2 at least")
+    left = {s["address"] for s in torch.cuda.memory_snapshot() if s["device"] == ctx.device.index}
+    kept = [f"{addr:#x}" for addr, _ in own if addr in left]
+    if kept:
+        fail(f"empty_cache kept the segments of the deleted 192 MiB tensors: {kept}")
+    if n2 > n_before - 2:
+        fail(f"empty_cache: registered segments went from {n_before} to {n2}, expected -2 at "
+             "least (the two 192 MiB segments)")
     sanity(ctx, g)
     dist.destroy_process_group(g)
     if be._registered_segments()["segments"] != 0:
         fail("segments still registered after destroy_process_group")
     # Segments come and go after the group is gone: the tracker finds nothing.
-    t = torch.empty(big, device=ctx.device)
+    t = torch.empty(big_bytes // 4, device=ctx.device)
     del t
     torch.cuda.empty_cache()
     sanity(ctx)
