@@ -10,7 +10,10 @@ withdrawn before it is finalized or aborted; then
 
 torch 2.11 has no such entry point: its NCCL symmetric-memory backend only
 accepts ``ProcessGroupNCCL``, and nothing is installed (``available()`` is
-False; ``set_backend("CUDA")`` works over nccl_core groups on any torch).
+False).  torch's CUDA backend works over nccl_core groups on any torch; it is
+the default for CUDA tensors, and torch 2.11 refuses ``set_backend("CUDA")``
+while it is (the default is not registered by name): check
+``get_backend(device)`` before setting it.
 
 A communicator aborted by the watchdog stays published until the group is
 destroyed or aborted (``destroy_process_group``), as with torch's own backend.

@@ -12,10 +12,18 @@ synchronize (``dist.barrier`` over nccl_core, then the handle's own
 rank's data, rebuilt locally from the seed.
 
 - CUDA: torch's own IPC-based backend; works over nccl_core on any torch.
+  It is torch's default for CUDA tensors (TORCH_SYMMMEM unset or "CUDA"), and
+  a default is registered for the device only, not by name: ``set_backend``
+  looks names up among the *other* backends and raises "SymmetricMemory does
+  not find allocation backend CUDA" (torch 2.11).  So the backend is set only
+  where ``get_backend(device)`` answers another name.
 - NCCL: torch >= 2.15 finds nccl_core's communicator through
   ``register_external_nccl_comm`` (``nccl_core_backend/_symm_publish.py``);
   torch 2.11's NCCL backend accepts only ProcessGroupNCCL: reported as SKIP.
-- NVSHMEM: where ``is_nvshmem_available()``.
+- NVSHMEM: where ``is_nvshmem_available()`` and this torch registered it.
+
+A backend that this torch build does not register is reported as SKIP with
+the reason; any other failure is a failure.
 
 Multicast objects are never created: TORCH_SYMM_MEM_DISABLE_MULTICAST=1 (CUDA),
 NCCL_NVLS_ENABLE=0 (NCCL), NVSHMEM_DISABLE_NVLS=1 (NVSHMEM); the handles are
@@ -48,9 +56,29 @@ def skip_reason(backend: str) -> str | None:
     if backend == "NCCL" and not _symm_publish.available():
         return (f"torch {torch.__version__} has no register_external_nccl_comm (torch >= 2.15): "
                 "its NCCL symmetric-memory backend accepts only ProcessGroupNCCL; use "
-                "set_backend('CUDA') over nccl_core groups")
+                "torch's CUDA backend (the default) over nccl_core groups")
     if backend == "NVSHMEM" and not symm_mem.is_nvshmem_available():
         return "NVSHMEM is not available in this torch build or on this system"
+    return None
+
+
+def select_backend(backend: str, device: torch.device) -> str | None:
+    """Makes `backend` the symmetric-memory backend of CUDA tensors; returns
+    why it cannot be, or None.  Asks first: the default backend is not
+    registered by name, and setting it raises on torch 2.11."""
+    get = getattr(symm_mem, "get_backend", None)
+    current = get(device) if get is not None else None
+    if current == backend:
+        return None
+    try:
+        symm_mem.set_backend(backend)
+    except RuntimeError as e:
+        if "does not find allocation backend" not in str(e):
+            raise
+        return (f"torch {torch.__version__} registers no {backend!r} symmetric-memory backend "
+                f"(the default for CUDA tensors here is {current!r}): {e}")
+    if get is not None and get(device) != backend:
+        raise AssertionError(f"set_backend({backend!r}) left get_backend = {get(device)!r}")
     return None
 
 
@@ -109,12 +137,13 @@ def main() -> int:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
     reason = skip_reason(backend)
+    if reason is None:
+        torch.cuda.set_device(device)
+        reason = select_backend(backend, device)
     if reason:
         print(f"SKIP {backend}: {reason}", flush=True)
         return 0
-    torch.cuda.set_device(device)
     dist.init_process_group("nccl_core", device_id=device)
-    symm_mem.set_backend(backend)
     exercise(dist.group.WORLD, backend, rank, world, device, 1, f"{backend} world group")
     sub = dist.new_group(list(range(world)), backend="nccl_core")
     dist.barrier(group=sub)  # its communicator exists (and is published)
