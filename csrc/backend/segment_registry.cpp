@@ -30,6 +30,20 @@ void warn(const std::string& what, const std::exception* e) {
                e ? e->what() : "");
 }
 
+// Runs one tracker event.  Nothing may propagate into the allocator, which
+// holds its lock and would end the process (std::terminate): not an error
+// of a registration, not one of building its warning.
+template <class F>
+void contained(const char* event, F&& f) noexcept {
+  try {
+    f();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "[nccl_core] warning: allocator %s not followed: %s\n", event, e.what());
+  } catch (...) {
+    std::fprintf(stderr, "[nccl_core] warning: allocator %s not followed\n", event);
+  }
+}
+
 }  // namespace
 
 Registry& Registry::get() {
@@ -44,18 +58,23 @@ void Registry::attach_tracker() {
     // with it the caching allocator) must be initialised first.
     at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
     alloc::attachAllocatorTraceTracker([this](const alloc::TraceEntry& e) {
+      // torch reports SEGMENT_FREE before the memory goes back (cudaFree, or
+      // the pool allocator's raw_delete), so deregistering here is in time.
       if (e.action_ == alloc::TraceEntry::SEGMENT_ALLOC) {
-        on_segment_alloc(e.device_, e.addr_, e.size_, e.mempool_);
+        contained("segment allocation",
+                  [&] { on_segment_alloc(e.device_, e.addr_, e.size_, e.mempool_); });
       } else if (e.action_ == alloc::TraceEntry::SEGMENT_FREE) {
-        on_segment_free(e.device_, e.addr_);
+        contained("segment release", [&] { on_segment_free(e.device_, e.addr_); });
       }
     });
   });
 }
 
+// A member whose communicator died is never found: a new communicator may
+// live at its address, and must not inherit its registrations.
 Registry::Member* Registry::find(const Communicator* comm) {
   for (auto& m : members_) {
-    if (m.key == comm) {
+    if (m.key == comm && !m.comm.expired()) {
       return &m;
     }
   }
@@ -64,7 +83,7 @@ Registry::Member* Registry::find(const Communicator* comm) {
 
 const Registry::Member* Registry::find(const Communicator* comm) const {
   for (const auto& m : members_) {
-    if (m.key == comm) {
+    if (m.key == comm && !m.comm.expired()) {
       return &m;
     }
   }
