@@ -48,8 +48,8 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
     prof.mark(hp::kSetup);
     c10::intrusive_ptr<Work> work = coalescing_ ? coalesced_ : nullptr;
     uint64_t seq = ++seq_;
-    // A profiler's record closes when the watchdog sees the op finish, so a
-    // profiled op is watched (not tracked by its kernel's report alone).
+    // A profiled op is watched, not tracked by its kernel's report alone, so
+    // its end event exists for the profiler's GPU rows.
     const bool profiling = profiling::active();
     // What the op moves, for the flight recorder and error reports.
     int64_t numel_in = 0;
@@ -168,6 +168,7 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       return work;
     }
     work->record_end(stream);
+    work->close_record();
     prof.mark(hp::kRecord);
     if (!work->captured) {
       watchdog_->watch(work, comm);

@@ -242,6 +242,7 @@ WorkPtr Backend::endCoalescing() {
       work->run_epilogue();
     }
     work->record_end(*stream_);
+    work->close_record();
     if (!work->captured) {
       watchdog_->watch(work, comm_);
     }

@@ -85,7 +85,7 @@ CommsRecord::CommsRecord(const GroupDescription& group, c10d::OpType type, uint6
     return;
   }
   auto [start, stride] = start_and_stride(group.global_ranks);
-  std::vector<c10::IValue> args{
+  args_ = {
       c10::IValue(inputs),
       c10::IValue(std::make_tuple(static_cast<int64_t>(seq), type == c10d::OpType::SEND ||
                                                                  type == c10d::OpType::RECV)),
@@ -97,7 +97,7 @@ CommsRecord::CommsRecord(const GroupDescription& group, c10d::OpType type, uint6
       c10::IValue(start),
       c10::IValue(stride),
       c10::IValue(group.size)};
-  fn_.before(at::kParamCommsCallName, c10::ArrayRef<const c10::IValue>(args.data(), args.size()));
+  fn_.before(at::kParamCommsCallName, c10::ArrayRef<const c10::IValue>(args_.data(), args_.size()));
   if (fn_.needsOutputs()) {
     fn_.setOutputs(std::vector<c10::IValue>{c10::IValue(outputs)});
   }

@@ -1,7 +1,9 @@
 // Profiler hooks: while a profiler listens (torch.profiler, the autograd
 // profiler), each op is an asynchronous record named like backend nccl's
-// ("nccl_core:all_reduce" where nccl records "nccl:all_reduce"), from its
-// enqueue until the GPU finished it, and around the enqueue torch's
+// ("nccl_core:all_reduce" where nccl records "nccl:all_reduce") that ends
+// once the op is enqueued (as backend nccl's, whose record ends in its
+// future's callback; the kernels show on the GPU rows), and around the
+// enqueue torch's
 // "record_param_comms" event carrying what tools read from it (collective
 // name, element counts, dtype, split sizes, group name and ranks).  Nothing
 // is recorded, and nothing allocated, while no profiler listens.
@@ -46,6 +48,9 @@ class CommsRecord {
  private:
   std::shared_ptr<torch::ParamCommsDebugInfo> info_;
   c10::DebugInfoGuard guard_;
+  // The event's inputs: the record keeps a view of them until it ends, so
+  // they live here, destroyed after it (members end in reverse order).
+  std::vector<c10::IValue> args_;
   at::RecordFunction fn_;
 };
 

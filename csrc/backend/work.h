@@ -39,8 +39,8 @@ struct GroupInfo {
 
 class Work : public c10d::Work {
  public:
-  // `profiling_title` (profiling.h; null while no profiler listens) opens an
-  // asynchronous profiler record that closes when the GPU has finished.
+  // `profiling_title` (profiling.h; null while no profiler listens) opens a
+  // profiler record that close_record() ends once the op is enqueued.
   Work(int rank, c10d::OpType type, uint64_t seq, at::Device device,
        std::shared_ptr<Communicator> comm, std::chrono::milliseconds timeout,
        bool blocking_wait, const char* profiling_title = nullptr,
@@ -92,6 +92,10 @@ class Work : public c10d::Work {
   std::string timeout_message(std::chrono::milliseconds limit, const std::string& outcome) const;
   // Drops the tensors the GPU no longer needs.
   void release_tensors();
+  // Ends the op's profiler record (once), right after its enqueue as backend
+  // nccl's does: a record still open when the profiler stops would be ended
+  // into a torn-down profiler later.
+  void close_record();
   // An op issued inside a time estimate (Backend::startTimeEstimate): NCCL
   // only simulates it, so it is complete at once and nothing waits on it.
   void mark_simulated();
@@ -137,7 +141,7 @@ class Work : public c10d::Work {
   std::atomic<bool> done_{false};
   bool simulated_ = false;  // mark_simulated: nothing to wait for
   std::atomic<bool> record_closed_{false};
-  void close_record();  // the profiler record, once
+
   std::shared_ptr<fast::Progress> progress_;  // set: tracked by its kernel
   uint64_t ticket_ = 0;
   std::mutex future_mutex_;
