@@ -17,4 +17,6 @@ from tests.gpu.cases import (  # noqa: F401
     symmetric,
     push,
     bad_input,
+    native_rma,
+    native_queries,
 )
