@@ -28,8 +28,7 @@ def _filled_windows(ctx, comm):
     for k, lead in enumerate((0, 8192)):
         alloc = nc.torch.empty(lead + S, dtype=torch.uint8, device=ctx.device)
         view = alloc[lead:lead + S]
-        data = payload(ctx, ctx.rank, S // 4, torch.float32, 70 + k).view(torch.uint8)
-        view.copy_(data)
+        view.copy_(_window_bytes(ctx, ctx.rank, k))
         torch.cuda.synchronize()
         win = comm.register_window(view)
         if win is None:
@@ -45,6 +44,19 @@ def _offsets(ctx):
     return [0, 4, 4096, 12344, S - 4096] + rand
 
 
+_DATA: dict[tuple, torch.Tensor] = {}
+
+
+def _window_bytes(ctx, peer, k):
+    """Rank `peer`'s bytes in its window k (generated once per case)."""
+    key = (ctx.seed, ctx.case_index, peer, k)
+    if key not in _DATA:
+        if len(_DATA) > 64:
+            _DATA.clear()
+        _DATA[key] = payload(ctx, peer, S // 4, torch.float32, 70 + k).view(torch.uint8)
+    return _DATA[key]
+
+
 def _check_content(ctx, win, k, addr, peer, off, what):
     m = min(4096, S - off)
     out = torch.empty(m, dtype=torch.uint8, device=ctx.device)
@@ -53,7 +65,7 @@ def _check_content(ctx, win, k, addr, peer, off, what):
     except nc.NcclInvalid as e:  # recorded, so that every rank reaches the next barrier
         fail(f"{what}: window {k}, rank {peer} offset {off}: {e}")
         return
-    exp = payload(ctx, peer, S // 4, torch.float32, 70 + k).view(torch.uint8)[off:off + m]
+    exp = _window_bytes(ctx, peer, k)[off:off + m]
     compare_bytes(out, exp, f"{what}: window {k}, rank {peer}'s bytes at {off}")
 
 
@@ -183,6 +195,10 @@ def native_mem_stat_meaning(ctx):
     grown, dropped = s2[T.GPU_MEM_TOTAL] - s1[T.GPU_MEM_TOTAL], free0 - free1
     if ctx.world > 1 and grown <= 0:
         fail(f"the first collective's connections added no counted memory ({s1} -> {s2})")
+    # NCCL allocates NVLink connection buffers as offloadable memory, which
+    # ncclCommSuspend can release: they count as GPU_MEM_SUSPEND.
+    if ctx.world > 1 and s2[T.GPU_MEM_SUSPEND] <= s1[T.GPU_MEM_SUSPEND]:
+        fail(f"connection buffers not counted as suspendable: {s1} -> {s2}")
     if grown > dropped + 4 * MiB:
         fail(f"counted memory grew by {grown} bytes, device memory dropped by {dropped}")
     if not torch.all(x == float(sum(range(1, ctx.world + 1)))):
