@@ -107,7 +107,7 @@ void request_route(const Communicator& comm, Route r) {
   }
 }
 
-Route agree_route(const std::shared_ptr<Communicator>& comm) {
+Agreement agree_route(const std::shared_ptr<Communicator>& comm) {
   // Everything local is turned into a value first: a rank that threw before
   // the all-gather would leave the others waiting in it.
   uint64_t mine = 0;
@@ -125,7 +125,9 @@ Route agree_route(const std::shared_ptr<Communicator>& comm) {
   if (calls) {
     mine |= kHasCalls;
   }
-  if (asked == Route::Native && calls) {
+  // NCCL's calls will carry some peer: the route asks for them, or a peer is
+  // outside the LSA team (the same on every rank).
+  if (calls && (asked == Route::Native || !comm->lsa_spans_all())) {
     try {
       if (host_rma_refused(*comm)) {
         mine |= kNoHostRma;
@@ -162,17 +164,17 @@ Route agree_route(const std::shared_ptr<Communicator>& comm) {
         "); signals are counted where the route puts them, so every rank must use the same "
         "one: set Communicator.rma_route or ", kEnv, " alike on every rank"));
   }
-  if (native.empty()) {
-    return Route::Auto;
-  }
   std::string missing = ranks_where(all, kHasCalls, 0);
+  std::string no_rma = ranks_where(all, kNoHostRma, kNoHostRma);
+  if (native.empty()) {
+    return Agreement{Route::Auto, missing.empty() && no_rma.empty()};
+  }
   if (!missing.empty()) {
     features::refuse(features::kRmaNativeRoute,
                      concat("the native one-sided route (", kEnv,
                             " / Communicator.rma_route; ncclPutSignal missing on rank(s) ",
                             missing, ")"));
   }
-  std::string no_rma = ranks_where(all, kNoHostRma, kNoHostRma);
   if (!no_rma.empty()) {
     throw NcclUnsupported(concat(
         "the native one-sided route needs NCCL's host RMA, which NCCL reports unavailable "
@@ -180,7 +182,7 @@ Route agree_route(const std::shared_ptr<Communicator>& comm) {
         " (ncclCommQueryProperties: hostRmaSupport = false; it needs NCCL's symmetric memory "
         "(cuMem, NCCL_WIN_ENABLE) and either one NVLink domain or an RMA-capable network)"));
   }
-  return Route::Native;
+  return Agreement{Route::Native, true};
 }
 
 } // namespace nccl_core::rma

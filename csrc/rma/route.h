@@ -31,6 +31,9 @@
 //     agreement may pick another route).  NCCL's own counters live as long as
 //     the communicator and advance in step on both sides of a pair, so a
 //     later return to the native route finds them consistent.
+// The agreement is also where NCCL's own one-sided state gets set up when
+// NCCL's calls will carry some peer (signals.cpp: set_up_nccl), since NCCL
+// does that collectively at a rank's first one-sided call.
 #pragma once
 
 #include <memory>
@@ -58,11 +61,19 @@ Route requested_route(const Communicator& comm);
 // NcclUnsupported for native where the loaded NCCL lacks the calls.
 void request_route(const Communicator& comm, Route r);
 
+struct Agreement {
+  Route route;
+  // Every rank's NCCL has the one-sided calls and none reported
+  // hostRmaSupport = false (unknown before 2.29.7): NCCL's one-sided state
+  // may be set up now, at a point every rank reaches.
+  bool nccl_calls_usable;
+};
+
 // Collective (every rank at the same point): gathers every rank's request and
 // capabilities and returns the route all of them take, or throws the same
 // error on every rank (NcclInvalid: ranks disagree or a bad variable;
 // NcclUnsupported: native without NCCL 2.29.2 or NCCL's hostRmaSupport;
 // NcclError: ncclCommQueryProperties failed on some rank).
-Route agree_route(const std::shared_ptr<Communicator>& comm);
+Agreement agree_route(const std::shared_ptr<Communicator>& comm);
 
 } // namespace nccl_core::rma

@@ -77,6 +77,35 @@ void require_symmetric_source(const Communicator& comm, const ops::Buffer& src, 
       "WindowFlag.COLL_SYMMETRIC; these ", bytes, " bytes are not inside one"));
 }
 
+// NCCL sets up its one-sided state at a rank's first one-sided call, and that
+// set-up is collective (NCCL 2.29.2-2.30.7: the call queues ncclRmaCeInit,
+// which registers a signal window across the LSA team in group end), so a
+// first put from a few ranks would wait for the others.  Done instead where
+// every rank already is, at the agreement: a signal to itself, waited for, on
+// a private stream (both of NCCL's counters for this pair advance by one).
+void set_up_nccl(Communicator& comm) {
+  auto signal_fn = api::require<newer::SignalFn>("ncclSignal", "one-sided set-up",
+                                                 newer::kSignalsVersion);
+  auto wait_fn = api::require<newer::WaitSignalFn>("ncclWaitSignal", "one-sided set-up",
+                                                   newer::kSignalsVersion);
+  DeviceScope on_device(comm.device());
+  struct Stream {
+    cudaStream_t s = nullptr;
+    ~Stream() {
+      if (s != nullptr) {
+        (void)cudaStreamDestroy(s);  // released once its work is done
+      }
+    }
+  } st;
+  NCCL_CORE_CUDA_CHECK(cudaStreamCreateWithFlags(&st.s, cudaStreamNonBlocking));
+  ncclComm_t c = comm.get();
+  int self = comm.rank();
+  comm.run("ncclSignal (one-sided set-up)", [&] { return signal_fn(self, 0, 0, 0u, c, st.s); });
+  newer::WaitSignalDesc desc{1, self, 0, 0};
+  comm.run("ncclWaitSignal (one-sided set-up)", [&] { return wait_fn(1, &desc, c, st.s); });
+  NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(st.s));
+}
+
 [[noreturn]] void unreachable_peer(int peer, const char* what) {
   throw NcclUnsupported(concat(what, " to rank ", peer,
                                ", which is not load/store reachable (no NVLink path from this "
@@ -97,7 +126,22 @@ void prepare(const std::shared_ptr<Communicator>& comm) {
     return;
   }
   // Collective, and the same answer (or error) on every rank.
-  Route route = agree_route(comm);
+  Agreement agreed = agree_route(comm);
+  Route route = agreed.route;
+  if (route == Route::Native) {
+    set_up_nccl(*comm);
+  } else if (agreed.nccl_calls_usable && !comm->lsa_spans_all()) {
+    // Route auto with peers outside the LSA team: NCCL carries those.  Where
+    // NCCL turns its calls down (hostRmaSupport unknown before 2.29.7, the
+    // same answer on every rank), the first such put reports it instead.
+    try {
+      set_up_nccl(*comm);
+    } catch (const NcclError& e) {
+      if (!comm->is_live() || dynamic_cast<const NcclUnsupported*>(&e) != nullptr) {
+        throw;
+      }
+    }
+  }
   if (auto area = SignalArea::create(comm, route)) {
     comm->attach(kAreaKey, std::move(area));
     // Allocated here, outside any graph capture: wait_signal hands it to its

@@ -216,6 +216,38 @@ def native_put_signal_exchange(ctx):
     sanity(ctx)
 
 
+@case(min_world=2)
+def native_route_some_ranks_only(ctx):
+    """NCCL sets up its one-sided state collectively at a rank's first
+    one-sided call; nccl_core does it at the agreement instead, so one rank
+    can use the native route while the others make no one-sided call."""
+    need((2, 29, 2), "the native one-sided route")
+    g, comm = fresh_group(ctx)
+    comm.rma_route = "native"
+    n = 3001
+    dst, dst_win = poisoned_window(comm, ctx, n * 4, SYM)
+    src, src_win = poisoned_window(comm, ctx, n * 4, SYM)
+    if ctx.rank == 0:  # the only rank that puts, to itself and to rank 1
+        x = payload(ctx, 0, n, torch.float32, 11)
+        src.view(torch.float32).copy_(x)
+        comm.put_signal(src.view(torch.float32), 0, dst_win)
+        comm.wait_signal(WaitSignalDesc(0))
+        torch.cuda.current_stream().synchronize()
+        compare_bytes(dst, x.view(torch.uint8), "rank 0's put to itself")
+    dist.barrier(group=g)
+    if ctx.rank == 0:
+        comm.put_signal(src.view(torch.float32), 1, dst_win)
+    elif ctx.rank == 1:
+        comm.wait_signal(WaitSignalDesc(0))
+        torch.cuda.current_stream().synchronize()
+        compare_bytes(dst, payload(ctx, 0, n, torch.float32, 11).view(torch.uint8),
+                      "rank 0's put to rank 1")
+    torch.cuda.synchronize()
+    dist.barrier(group=g)
+    dist.destroy_process_group(g)
+    sanity(ctx)
+
+
 @case(min_world=1)
 def native_route_switch_keeps_signals_consistent(ctx):
     """native, then auto (our signal area), then native again on one
