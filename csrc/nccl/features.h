@@ -153,13 +153,15 @@ inline constexpr Feature kPushAllReduce{
     "nccl_core's NVLink store kernel"};
 
 inline constexpr const Feature* kAll[] = {
-    &kMemAlloc,        &kRegisterBuffer,     &kWindowRegistration, &kWindowCollSymmetric,
-    &kWindowStrictOrdering, &kWindowPointers, &kWindowMultimemPointer, &kWindowUserPtr,
-    &kPreMulSum,       &kRmaLoadStore,       &kRmaNativeRoute,     &kRmaNetwork,
-    &kSplit,
-    &kShrink,          &kGetMemStat,         &kRevoke,             &kSuspendResume,
-    &kGrow,            &kDevComm,            &kDevCommGinConnection, &kGinType,
-    &kRailedGinType,   &kDeviceCollectives,  &kFastPath,           &kPushAllReduce,
+    &kMemAlloc,           &kRegisterBuffer,        &kWindowRegistration,
+    &kWindowCollSymmetric, &kWindowStrictOrdering, &kWindowPointers,
+    &kWindowMultimemPointer, &kWindowUserPtr,      &kPreMulSum,
+    &kRmaLoadStore,       &kRmaNativeRoute,        &kRmaNetwork,
+    &kSplit,              &kShrink,                &kGetMemStat,
+    &kRevoke,             &kSuspendResume,         &kGrow,
+    &kDevComm,            &kDevCommGinConnection,  &kGinType,
+    &kRailedGinType,      &kDeviceCollectives,     &kFastPath,
+    &kPushAllReduce,
 };
 
 // The head of NCCL's device-side window descriptor (lsaFlatBase, lsaRank,

@@ -124,7 +124,7 @@ def native_host_pointer_queries(ctx):
     (2.29.2) give the same pointers as the device descriptor, for every peer
     and offset, and address the peers' data."""
     need((2, 29, 2), "NCCL's host pointer queries")
-    need_descriptor = nc.nccl_version() < (2, 33, 0)
+    descriptor_known = nc.nccl_version() < (2, 33, 0)
     comm = nc.get_communicator()
     wins = _filled_windows(ctx, comm)
     for alloc, view, win, k in wins:
@@ -137,14 +137,14 @@ def native_host_pointer_queries(ctx):
                 theirs = win._nccl_lsa_pointer(i, off)
                 if theirs != win.get_lsa_device_pointer(i, off):
                     fail(f"window {k}: get_lsa_device_pointer({i}, {off}) is not NCCL's")
-                if need_descriptor and theirs != win._descriptor_lsa_pointer(i, off):
+                if descriptor_known and theirs != win._descriptor_lsa_pointer(i, off):
                     fail(f"window {k}: lsa rank {i} offset {off}: NCCL {theirs:#x}, descriptor "
                          f"{win._descriptor_lsa_pointer(i, off):#x}")
                 _check_content(ctx, win, k, theirs, _world_of(ctx, win, i), off,
                                "ncclGetLsaDevicePointer")
             for p in range(ctx.world):
                 theirs = win._nccl_peer_pointer(p, off)
-                ours = win._descriptor_peer_pointer(p, off) if need_descriptor else theirs
+                ours = win._descriptor_peer_pointer(p, off) if descriptor_known else theirs
                 public = win.get_peer_device_pointer(p, off)
                 if not (theirs == ours == public):
                     fail(f"window {k}: peer {p} offset {off}: NCCL {theirs}, descriptor {ours}, "
