@@ -2,6 +2,8 @@
 # Runs the GPU suite against a newer NCCL staged with scripts/stage-nccl.sh
 # (GPU host; the parts already copied to /tmp/nccl by earlier calls):
 #   bash scripts/gpu-trial-nccl.sh
+# Configurations default from the GPU count (1: 1:eager, 2-3: 2:eager,
+# 4+: 2:eager,4:eager); NCCL_CORE_GPU_CONFIGS overrides.
 # The extension is the one built for the host's NCCL (same soname); the newer
 # library is preloaded so torch and nccl_core both use it.  Logs go to
 # ${OUT:-out}/ like scripts/gpu-test.sh.
@@ -14,7 +16,17 @@ if [ ! -f "$lib" ]; then
 fi
 export LD_PRELOAD=$lib
 python3 -c "import torch; print('NCCL seen by torch:', torch.cuda.nccl.version())"
-NCCL_CORE_GPU_CONFIGS=${NCCL_CORE_GPU_CONFIGS:-2:eager,4:eager} \
+# Launch configurations from the host's GPUs unless NCCL_CORE_GPU_CONFIGS
+# says otherwise: a 1-GPU host runs the cases that hold at one rank.
+gpus=$(python3 -c "import torch; print(torch.cuda.device_count())" 2>/dev/null || echo 0)
+case "$gpus" in
+  ''|0) default_configs=1:eager ;;   # the suite skips every case, saying why
+  1) default_configs=1:eager ;;
+  2|3) default_configs=2:eager ;;
+  *) default_configs=2:eager,4:eager ;;
+esac
+echo "GPUs: $gpus; configs: ${NCCL_CORE_GPU_CONFIGS:-$default_configs}"
+NCCL_CORE_GPU_CONFIGS=${NCCL_CORE_GPU_CONFIGS:-$default_configs} \
 NCCL_CORE_GPU_SKIP=${NCCL_CORE_GPU_SKIP:-soak_no_leaks} \
 NCCL_CORE_GPU_TESTS=${NCCL_CORE_GPU_TESTS:-tests/gpu/test_gpu_suite.py} \
   bash scripts/gpu-test.sh "$@"

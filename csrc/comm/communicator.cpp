@@ -248,6 +248,11 @@ size_t Communicator::resource_count() const {
   return resources_.size();
 }
 
+std::vector<std::shared_ptr<Resource>> Communicator::resources() const {
+  std::lock_guard<std::mutex> lock(resources_mutex_);
+  return resources_;
+}
+
 void Communicator::before_close(std::function<void()> drain) {
   std::lock_guard<std::mutex> lock(before_abort_mutex_);
   before_close_.push_back(std::move(drain));

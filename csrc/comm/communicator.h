@@ -151,6 +151,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void track(std::shared_ptr<Resource> resource);
   void untrack(const Resource* resource);
   size_t resource_count() const;
+  // The tracked resources now (a copy; closed ones may follow).
+  std::vector<std::shared_ptr<Resource>> resources() const;
   // Closes every tracked resource, ignoring errors; idempotent.
   void close_all_resources() noexcept;
   // Per-communicator state of the layers above (the RMA signal area), owned

@@ -7,14 +7,9 @@
 
 namespace nccl_core::window_layout {
 
-Layout read(ncclWindow_t win) {
-  const auto& f = features::kWindowPointers;
-  if (features::status(f, api::loaded_version()) != features::Status::NcclCore) {
-    throw NcclUnsupported("window pointer queries need NCCL 2.28.x (device-side descriptor) or "
-                          "NCCL " + api::version_string(f.native_since) +
-                          "+ (ncclGetLsaDevicePointer); the loaded NCCL is " +
-                          api::version_string(api::loaded_version()));
-  }
+namespace {
+
+Layout copy_head(ncclWindow_t win) {
   VidmemHead d{};
   // The descriptor lives in device memory: copy it on a private stream so no
   // user stream is synchronised.
@@ -28,6 +23,31 @@ Layout read(ncclWindow_t win) {
   NCCL_CORE_CUDA_CHECK(err);
   return Layout{reinterpret_cast<uintptr_t>(d.lsa_flat_base), d.lsa_rank, d.world_rank,
                 d.stride_4g};
+}
+
+} // namespace
+
+Layout read(ncclWindow_t win) {
+  const auto& f = features::kWindowPointers;
+  if (features::status(f, api::loaded_version()) != features::Status::NcclCore) {
+    throw NcclUnsupported("window pointer queries need NCCL 2.28.x (device-side descriptor) or "
+                          "NCCL " + api::version_string(f.native_since) +
+                          "+ (ncclGetLsaDevicePointer); the loaded NCCL is " +
+                          api::version_string(api::loaded_version()));
+  }
+  return copy_head(win);
+}
+
+Layout read_any(ncclWindow_t win) {
+  int loaded = api::loaded_version();
+  if (loaded < features::kWindowDescriptorSince || loaded >= features::kWindowDescriptorUntil) {
+    throw NcclUnsupported(
+        "reading a window's device descriptor needs an NCCL release whose layout nccl_core "
+        "mirrors (" + api::version_string(features::kWindowDescriptorSince) + " up to, not "
+        "including, " + api::version_string(features::kWindowDescriptorUntil) +
+        "); the loaded NCCL is " + api::version_string(loaded));
+  }
+  return copy_head(win);
 }
 
 uintptr_t lsa_address(uintptr_t base, uint32_t stride_4g, int lsa_rank, size_t offset) {

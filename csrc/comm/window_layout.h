@@ -35,6 +35,10 @@ struct Layout {
 
 // Reads the descriptor of `win`; NcclUnsupported on an NCCL other than 2.28.
 Layout read(ncclWindow_t win);
+// The same on any release whose descriptor head nccl_core mirrors (2.28.3 to
+// 2.32.x, features.h): to compare NCCL's host answers of 2.29.2+ with the
+// computation 2.28 relies on.  NcclUnsupported elsewhere.
+Layout read_any(ncclWindow_t win);
 
 // Address of LSA rank `lsa_rank`'s window + offset (NCCL's add4G rule: the
 // rank's stride is added to the upper 32 bits only).

@@ -174,6 +174,25 @@ void DevComm::release(Communicator& comm) {
   comm.run("ncclDevCommDestroy", [&] { return destroy_fn(c, storage_.data()); });
 }
 
+CommProperties comm_properties(Communicator& comm) {
+  auto p = query_properties(comm, features::kGinType, "Communicator properties");
+  CommProperties out;
+  out.rank = p.rank;
+  out.nranks = p.nranks;
+  out.cuda_dev = p.cuda_dev;
+  out.nvml_dev = p.nvml_dev;
+  out.device_api_support = p.device_api_support;
+  out.multimem_support = p.multimem_support;
+  out.gin_type = p.gin_type;
+  out.has_2_29_7 = has_229_7_fields(claimed_version(api::loaded_version()));
+  if (out.has_2_29_7) {
+    out.n_lsa_teams = p.n_lsa_teams;
+    out.host_rma_support = p.host_rma_support;
+    out.railed_gin_type = p.railed_gin_type;
+  }
+  return out;
+}
+
 int gin_type(Communicator& comm, bool railed) {
   if (railed) {
     return query_properties(comm, features::kRailedGinType, "Communicator.railed_gin_type")

@@ -61,6 +61,21 @@ class DevComm final : public Resource {
   std::vector<uint64_t> storage_;
 };
 
+// ncclCommQueryProperties (NCCL >= 2.29.2, NcclUnsupported before), in the
+// layout claimed for the loaded release.  `has_2_29_7` says whether the
+// fields of 2.29.7 (n_lsa_teams, host_rma_support, railed_gin_type) were
+// filled in.
+struct CommProperties {
+  int rank = 0, nranks = 0, cuda_dev = 0, nvml_dev = 0;
+  bool device_api_support = false, multimem_support = false;
+  int gin_type = 0;
+  int n_lsa_teams = 0;
+  bool has_2_29_7 = false;
+  bool host_rma_support = false;
+  int railed_gin_type = 0;
+};
+CommProperties comm_properties(Communicator& comm);
+
 // NcclGinType of the communicator (ncclCommQueryProperties, NCCL >= 2.29.2);
 // `railed` asks for railedGinType (NCCL >= 2.29.7).
 int gin_type(Communicator& comm, bool railed);

@@ -86,11 +86,19 @@ inline constexpr Feature kPreMulSum{
 inline constexpr Feature kRmaLoadStore{
     "rma_load_store", "Communicator.put_signal, signal, wait_signal (load/store peers)",
     "ncclPutSignal, ncclSignal, ncclWaitSignal", v(2, 29, 2), 0, v(2, 28, 3), 0, nullptr,
-    "NVLink (LSA) peers: nccl_core's kernels on every release"};
+    "NVLink (LSA) peers: nccl_core's kernels on every release (route auto, the default)"};
+// NCCL_CORE_RMA_ROUTE=native / Communicator.rma_route = "native": every
+// peer, NVLink ones included, through NCCL's calls (its copy-engine path for
+// LSA peers), so one host exercises NCCL's one-sided implementation.
+inline constexpr Feature kRmaNativeRoute{
+    "rma_native_route", "Communicator.rma_route = \"native\", NCCL_CORE_RMA_ROUTE=native",
+    "ncclPutSignal, ncclSignal, ncclWaitSignal", v(2, 29, 2), v(2, 29, 2), 0, 0, "ncclSignal",
+    "every peer through NCCL, NVLink peers too; local_buffer must lie in a COLL_SYMMETRIC window"};
 inline constexpr Feature kRmaNetwork{
     "rma_network", "Communicator.put_signal, signal, wait_signal (other peers)",
     "ncclPutSignal, ncclSignal, ncclWaitSignal", v(2, 29, 2), v(2, 29, 2), 0, 0,
-    "ncclPutSignal", "peers outside the LSA team; local_buffer must lie in a window"};
+    "ncclPutSignal",
+    "peers outside the LSA team; local_buffer must lie in a COLL_SYMMETRIC window"};
 
 // --- communicator ------------------------------------------------------------
 inline constexpr Feature kSplit{
@@ -145,13 +153,22 @@ inline constexpr Feature kPushAllReduce{
     "nccl_core's NVLink store kernel"};
 
 inline constexpr const Feature* kAll[] = {
-    &kMemAlloc,        &kRegisterBuffer,     &kWindowRegistration, &kWindowCollSymmetric,
-    &kWindowStrictOrdering, &kWindowPointers, &kWindowMultimemPointer, &kWindowUserPtr,
-    &kPreMulSum,       &kRmaLoadStore,       &kRmaNetwork,         &kSplit,
-    &kShrink,          &kGetMemStat,         &kRevoke,             &kSuspendResume,
-    &kGrow,            &kDevComm,            &kDevCommGinConnection, &kGinType,
-    &kRailedGinType,   &kDeviceCollectives,  &kFastPath,           &kPushAllReduce,
+    &kMemAlloc,           &kRegisterBuffer,        &kWindowRegistration,
+    &kWindowCollSymmetric, &kWindowStrictOrdering, &kWindowPointers,
+    &kWindowMultimemPointer, &kWindowUserPtr,      &kPreMulSum,
+    &kRmaLoadStore,       &kRmaNativeRoute,        &kRmaNetwork,
+    &kSplit,              &kShrink,                &kGetMemStat,
+    &kRevoke,             &kSuspendResume,         &kGrow,
+    &kDevComm,            &kDevCommGinConnection,  &kGinType,
+    &kRailedGinType,      &kDeviceCollectives,     &kFastPath,
+    &kPushAllReduce,
 };
+
+// The head of NCCL's device-side window descriptor (lsaFlatBase, lsaRank,
+// worldRank, stride4G) is checked against the headers of 2.28.9 to 2.32.3
+// (device/layout_checks.cu); nccl_core reads it on those release series only.
+inline constexpr int kWindowDescriptorSince = v(2, 28, 3);
+inline constexpr int kWindowDescriptorUntil = v(2, 33, 0);
 
 constexpr Status status(const Feature& f, int loaded) {
   if (f.native_since != 0 && loaded >= f.native_since) {

@@ -10,6 +10,7 @@
 #include "python/bind.h"
 #include "python/convert.h"
 #include "python/fastcall.h"
+#include "rma/route.h"
 #include "rma/signals.h"
 #include "util/checked.h"
 
@@ -103,6 +104,34 @@ void bind_rma(py::module_& m) {
       },
       "Blocks the stream until the described signals have arrived.");
   m.def("_rma_native", &rma::native, "Whether NCCL's own one-sided API is used.");
+  m.def(
+      "_parse_rma_route",
+      [](const std::string& text) { return std::string(rma::route_name(rma::parse_route(text, "rma_route"))); },
+      py::arg("text"), "The route a setting names (\"auto\" / \"native\"); NcclInvalid otherwise.");
+
+  auto comm_cls = py::reinterpret_borrow<py::class_<Communicator, std::shared_ptr<Communicator>>>(
+      m.attr("Communicator"));
+  comm_cls.def_property(
+      "rma_route",
+      [](const Communicator& c) { return std::string(rma::route_name(rma::route_of(c))); },
+      [](Communicator& c, py::handle value) {
+        NCCL_CORE_REQUIRE(py::isinstance<py::str>(value),
+                          "rma_route must be \"auto\" or \"native\", got ",
+                          std::string(py::str(py::type::of(value).attr("__name__"))));
+        rma::set_route(c, rma::parse_route(value.cast<std::string>(), "rma_route"));
+      },
+      "Route of put_signal / signal / wait_signal: \"auto\" (NVLink peers through "
+      "nccl_core's kernels, others through NCCL) or \"native\" (every peer through NCCL's "
+      "ncclPutSignal / ncclSignal / ncclWaitSignal, NCCL >= 2.29.2).  Default: "
+      "NCCL_CORE_RMA_ROUTE, else auto.  Agreed by every rank at the first register_window "
+      "(ranks asking for different routes all raise NcclInvalid) and fixed while the "
+      "communicator's windows live.");
+  comm_cls.def(
+      "_rma_served_by_kernels",
+      [](Communicator& c, int peer) { return rma::served_by_kernels(c, peer); },
+      py::arg("peer"),
+      "True if one-sided operations with `peer` run as nccl_core's kernels, False if "
+      "through NCCL's calls (needs a registered window).");
 }
 
 } // namespace nccl_core::python

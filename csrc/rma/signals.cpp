@@ -3,6 +3,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include "comm/communicator.h"
+#include "comm/device_scope.h"
 #include "memory/allocator.h"
 #include "nccl/api.h"
 #include "nccl/newer.h"
@@ -30,6 +31,81 @@ void check_peer(const Communicator& comm, int peer) {
                     " is outside the communicator of ", comm.nranks(), " ranks");
 }
 
+std::shared_ptr<SignalArea> area_if_any(const Communicator& comm) {
+  return std::dynamic_pointer_cast<SignalArea>(comm.attachment(kAreaKey));
+}
+
+// NCCL's one-sided calls compute signal values on the host when enqueued
+// (its copy-engine path even copies them from pageable memory), so a graph
+// would replay stale ones: refused before NCCL sees the call.
+void refuse_capture(const Communicator& comm, cudaStream_t stream, const char* what) {
+  DeviceScope on_device(comm.device());  // stream 0 is the legacy stream of the current device
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  NCCL_CORE_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+  NCCL_CORE_REQUIRE(status == cudaStreamCaptureStatusNone, what,
+                    " through NCCL's one-sided calls (route native, or a peer outside the "
+                    "NVLink domain) cannot be captured in a CUDA graph: NCCL computes their "
+                    "signal values on the host when they are enqueued");
+}
+
+// ncclPutSignal finds the source's window itself and refuses it unless that
+// window was registered with COLL_SYMMETRIC; checked here to say so clearly.
+// The whole source must lie inside it (NCCL's network path reads
+// window-relative bytes).
+void require_symmetric_source(const Communicator& comm, const ops::Buffer& src, size_t bytes,
+                              int peer) {
+  auto begin = reinterpret_cast<uintptr_t>(src.ptr);
+  for (const auto& r : comm.resources()) {
+    auto w = std::dynamic_pointer_cast<Window>(r);
+    if (!w || (w->flags() & newer::kWinCollSymmetric) == 0 || !w->is_valid()) {
+      continue;
+    }
+    uintptr_t base = 0;
+    try {
+      base = reinterpret_cast<uintptr_t>(w->user_ptr());
+    } catch (const NcclInvalid&) {
+      continue; // closed meanwhile
+    }
+    if (begin >= base && begin - base < w->size() && bytes <= w->size() - (begin - base)) {
+      return;
+    }
+  }
+  throw NcclInvalid(concat(
+      "put_signal to rank ", peer, " runs through NCCL's ncclPutSignal (route ",
+      route_name(route_of(comm)),
+      "), which needs local_buffer inside a window registered on this communicator with "
+      "WindowFlag.COLL_SYMMETRIC; these ", bytes, " bytes are not inside one"));
+}
+
+// NCCL sets up its one-sided state at a rank's first one-sided call, and that
+// set-up is collective (NCCL 2.29.2-2.30.7: the call queues ncclRmaCeInit,
+// which registers a signal window across the LSA team in group end), so a
+// first put from a few ranks would wait for the others.  Done instead where
+// every rank already is, at the agreement: a signal to itself, waited for, on
+// a private stream (both of NCCL's counters for this pair advance by one).
+void set_up_nccl(Communicator& comm) {
+  auto signal_fn = api::require<newer::SignalFn>("ncclSignal", "one-sided set-up",
+                                                 newer::kSignalsVersion);
+  auto wait_fn = api::require<newer::WaitSignalFn>("ncclWaitSignal", "one-sided set-up",
+                                                   newer::kSignalsVersion);
+  DeviceScope on_device(comm.device());
+  struct Stream {
+    cudaStream_t s = nullptr;
+    ~Stream() {
+      if (s != nullptr) {
+        (void)cudaStreamDestroy(s);  // released once its work is done
+      }
+    }
+  } st;
+  NCCL_CORE_CUDA_CHECK(cudaStreamCreateWithFlags(&st.s, cudaStreamNonBlocking));
+  ncclComm_t c = comm.get();
+  int self = comm.rank();
+  comm.run("ncclSignal (one-sided set-up)", [&] { return signal_fn(self, 0, 0, 0u, c, st.s); });
+  newer::WaitSignalDesc desc{1, self, 0, 0};
+  comm.run("ncclWaitSignal (one-sided set-up)", [&] { return wait_fn(1, &desc, c, st.s); });
+  NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(st.s));
+}
+
 [[noreturn]] void unreachable_peer(int peer, const char* what) {
   throw NcclUnsupported(concat(what, " to rank ", peer,
                                ", which is not load/store reachable (no NVLink path from this "
@@ -49,7 +125,24 @@ void prepare(const std::shared_ptr<Communicator>& comm) {
   if (comm->attachment(kAreaKey) != nullptr) {
     return;
   }
-  if (auto area = SignalArea::create(comm)) {
+  // Collective, and the same answer (or error) on every rank.
+  Agreement agreed = agree_route(comm);
+  Route route = agreed.route;
+  if (route == Route::Native) {
+    set_up_nccl(*comm);
+  } else if (agreed.nccl_calls_usable && !comm->lsa_spans_all()) {
+    // Route auto with peers outside the LSA team: NCCL carries those.  Where
+    // NCCL turns its calls down (hostRmaSupport unknown before 2.29.7, the
+    // same answer on every rank), the first such put reports it instead.
+    try {
+      set_up_nccl(*comm);
+    } catch (const NcclError& e) {
+      if (!comm->is_live() || dynamic_cast<const NcclUnsupported*>(&e) != nullptr) {
+        throw;
+      }
+    }
+  }
+  if (auto area = SignalArea::create(comm, route)) {
     comm->attach(kAreaKey, std::move(area));
     // Allocated here, outside any graph capture: wait_signal hands it to its
     // kernel, possibly while capturing, when pinned allocations are not allowed.
@@ -57,17 +150,44 @@ void prepare(const std::shared_ptr<Communicator>& comm) {
   }
 }
 
+Route route_of(const Communicator& comm) {
+  auto area = area_if_any(comm);
+  return area ? area->route() : requested_route(comm);
+}
+
+bool served_by_kernels(Communicator& comm, int peer) {
+  check_peer(comm, peer);
+  return area_of(comm)->reachable(peer);
+}
+
+void set_route(Communicator& comm, Route r) {
+  auto area = area_if_any(comm);
+  NCCL_CORE_REQUIRE(!area || area->route() == r, "the one-sided route of this communicator is ",
+                    route_name(area ? area->route() : r),
+                    ", agreed by every rank at its first register_window; it cannot change "
+                    "while its windows and signals live (set rma_route before registering, "
+                    "or after close_all_resources)");
+  request_route(comm, r);
+}
+
 // --- SignalArea -------------------------------------------------------------
 
-SignalArea::SignalArea(std::shared_ptr<Communicator> comm, std::shared_ptr<Window> window,
-                       at::Tensor counters, at::Tensor tickets)
+SignalArea::SignalArea(std::shared_ptr<Communicator> comm, Route route,
+                       std::shared_ptr<Window> window, at::Tensor counters, at::Tensor tickets)
     : Resource(comm, "SignalArea"),
+      route_(route),
       window_(std::move(window)),
       counters_(std::move(counters)),
       tickets_(std::move(tickets)),
       consumed_(comm->nranks(), 0) {}
 
-std::shared_ptr<SignalArea> SignalArea::create(const std::shared_ptr<Communicator>& comm) {
+std::shared_ptr<SignalArea> SignalArea::create(const std::shared_ptr<Communicator>& comm,
+                                               Route route) {
+  if (route == Route::Native) {
+    // Every signal travels through NCCL, which keeps its own counters.
+    return std::shared_ptr<SignalArea>(
+        new SignalArea(comm, route, nullptr, at::Tensor(), at::Tensor()));
+  }
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(comm->device()));
   at::Tensor counters = memory::empty({comm->nranks()}, at::kLong, comm->device(), false);
   counters.zero_();
@@ -83,17 +203,20 @@ std::shared_ptr<SignalArea> SignalArea::create(const std::shared_ptr<Communicato
   if (window == nullptr) {
     return nullptr; // no windows on this system: register_window reports None
   }
-  return std::shared_ptr<SignalArea>(
-      new SignalArea(comm, std::move(window), std::move(counters), std::move(tickets)));
+  return std::shared_ptr<SignalArea>(new SignalArea(comm, route, std::move(window),
+                                                    std::move(counters), std::move(tickets)));
 }
 
 bool SignalArea::reachable(int peer) const {
   ensure_valid();
-  return window_->peer_pointer(peer, 0).has_value();
+  return window_ != nullptr && window_->peer_pointer(peer, 0).has_value();
 }
 
 unsigned long long* SignalArea::remote_counter(int peer) const {
   ensure_valid();
+  if (window_ == nullptr) {
+    unreachable_peer(peer, "signalling");
+  }
   auto addr = window_->peer_pointer(peer, owner()->rank() * sizeof(unsigned long long));
   if (!addr) {
     unreachable_peer(peer, "signalling");
@@ -119,7 +242,9 @@ unsigned long long SignalArea::advance(int peer, int op_count) {
 }
 
 void SignalArea::release(Communicator& /*comm*/) {
-  window_->close();
+  if (window_ != nullptr) {
+    window_->close();
+  }
   counters_ = at::Tensor();
   tickets_ = at::Tensor();
 }
@@ -142,19 +267,22 @@ void put_signal(Communicator& comm, const ops::Buffer& src, int peer, const Wind
                     " bytes at byte offset ", offset, " does not fit rank ", peer,
                     "'s window of ", theirs, " bytes");
   auto area = area_of(comm);
-  auto dst = window.peer_pointer(peer, 0);
-  if (!dst) {
-    // Not load/store reachable: NCCL's own put (2.29.2+), which requires the
-    // source to lie in a registered window as well.
+  if (!area->reachable(peer)) {
+    // Route native, or not load/store reachable: NCCL's own put (2.29.2+).
     if (!native()) {
       unreachable_peer(peer, "put_signal");
     }
+    require_symmetric_source(comm, src, bytes, peer);
+    refuse_capture(comm, stream, "put_signal");
     auto fn = api::require<newer::PutSignalFn>("ncclPutSignal", "put_signal",
                                                newer::kSignalsVersion);
     comm.call(fn(src.ptr, src.count, src.type, peer, win, offset, 0, 0, 0u, comm.get(), stream),
               "ncclPutSignal");
     return;
   }
+  auto dst = window.peer_pointer(peer, 0);
+  NCCL_CORE_REQUIRE(dst.has_value(), "rank ", peer,
+                    " is load/store reachable, but not through peer_window");
   unsigned long long* counter = area->remote_counter(peer);
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(comm.device()));
   launch_put_signal(src.ptr, static_cast<char*>(*dst) + offset, bytes, counter,
@@ -168,6 +296,7 @@ void signal(Communicator& comm, int peer, cudaStream_t stream) {
     if (!native()) {
       unreachable_peer(peer, "signal");
     }
+    refuse_capture(comm, stream, "signal");
     auto fn = api::require<newer::SignalFn>("ncclSignal", "signal", newer::kSignalsVersion);
     comm.call(fn(peer, 0, 0, 0u, comm.get(), stream), "ncclSignal");
     return;
@@ -186,7 +315,7 @@ void wait_signal(Communicator& comm, const std::vector<WaitDesc>& descs, cudaStr
     return;
   }
   // Each peer's signals always travel one way: through the signal area for
-  // load/store peers, through NCCL (2.29.2+) for the others.
+  // load/store peers on route auto, through NCCL (2.29.2+) for the others.
   auto area = area_of(comm);
   std::vector<WaitDesc> local;
   std::vector<newer::WaitSignalDesc> remote;
@@ -200,10 +329,14 @@ void wait_signal(Communicator& comm, const std::vector<WaitDesc>& descs, cudaStr
     }
   }
   if (!remote.empty()) {
+    refuse_capture(comm, stream, "wait_signal");
     auto fn = api::require<newer::WaitSignalFn>("ncclWaitSignal", "wait_signal",
                                                 newer::kSignalsVersion);
     comm.call(fn(static_cast<int>(remote.size()), remote.data(), comm.get(), stream),
               "ncclWaitSignal");
+  }
+  if (local.empty()) {
+    return;
   }
   const unsigned long long* counters = area->local_counters();
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(comm.device()));

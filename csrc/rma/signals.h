@@ -1,15 +1,19 @@
 // One-sided operations of a Communicator: put_signal, signal, wait_signal.
 //
-// Peers that are load/store reachable (NVLink, the LSA team) are served by
-// the extension's kernels (kernels.cu) on every NCCL: data goes straight into
-// the peer's window through its LSA pointer, and each rank keeps a symmetric
-// "signal area" of one counter per sending rank, which senders increment
-// (release) and waiters poll (acquire).  Other peers go through NCCL's own
-// ncclPutSignal / ncclSignal / ncclWaitSignal where the loaded NCCL has them
-// (2.29.2+; NCCL then also requires the source to lie in a registered
-// window), and raise NcclUnsupported naming 2.29 otherwise.  A peer's signals
-// always travel one of the two ways, so waits match.  The signal area is a
-// resource of the communicator, created collectively with its first window.
+// Two implementations, chosen per communicator by its route (route.h, which
+// also says why the route can never differ between ranks or windows):
+// - nccl_core's kernels (kernels.cu), for peers that are load/store reachable
+//   (NVLink, the LSA team) on route auto: data goes straight into the peer's
+//   window through its LSA pointer, and each rank keeps a symmetric "signal
+//   area" of one counter per sending rank, which senders increment (release)
+//   and waiters poll (acquire);
+// - NCCL's ncclPutSignal / ncclSignal / ncclWaitSignal (2.29.2+) for every
+//   other peer, and for every peer on route native.  NCCL requires the source
+//   of a put to lie in a window registered with COLL_SYMMETRIC, and its calls
+//   cannot be captured in a CUDA graph; both are checked here first.
+// A peer's signals always travel one of the two ways, so waits match.  The
+// per-communicator state (route, signal area) is a resource of the
+// communicator, created collectively with its first window.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -22,6 +26,7 @@
 
 #include "comm/operations.h"
 #include "comm/resources.h"
+#include "rma/route.h"
 
 namespace nccl_core::rma {
 
@@ -31,12 +36,22 @@ struct WaitDesc {
 };
 
 // True when the loaded NCCL brings its own one-sided API (used for peers
-// outside the LSA team).
+// outside the LSA team, and for every peer on route native).
 bool native();
 
-// Collective part: every rank calls it while registering a window.  Creates
-// the signal area if the communicator has none yet.
+// Collective part: every rank calls it while registering a window.  Agrees
+// on the route and creates the signal area if the communicator has none yet.
 void prepare(const std::shared_ptr<Communicator>& comm);
+
+// The agreed route while the communicator has its one-sided state, else the
+// one it would ask for (route.h: requested_route).
+Route route_of(const Communicator& comm);
+// Whether `peer`'s one-sided operations run as nccl_core's kernels (false:
+// NCCL's calls).  Needs the one-sided state (a registered window).
+bool served_by_kernels(Communicator& comm, int peer);
+// Communicator.rma_route = r: refused (NcclInvalid) once another route is
+// agreed, as the signals already counted live where that route put them.
+void set_route(Communicator& comm, Route r);
 
 // `offset` in bytes.  Checks everything before enqueueing (NcclInvalid).
 void put_signal(Communicator& comm, const ops::Buffer& src, int peer, const Window& window,
@@ -44,12 +59,16 @@ void put_signal(Communicator& comm, const ops::Buffer& src, int peer, const Wind
 void signal(Communicator& comm, int peer, cudaStream_t stream);
 void wait_signal(Communicator& comm, const std::vector<WaitDesc>& descs, cudaStream_t stream);
 
-// The 2.28 signal area (public for the resource bookkeeping only).
+// The one-sided state of a communicator: its route and, on route auto, the
+// signal area of our kernels (public for the resource bookkeeping only).
 class SignalArea final : public Resource {
  public:
-  // Collective; nullptr where NCCL cannot register windows.
-  static std::shared_ptr<SignalArea> create(const std::shared_ptr<Communicator>& comm);
-  // Whether `peer` is load/store reachable (its signals go through this area).
+  // Collective; nullptr where NCCL cannot register windows (route auto).
+  static std::shared_ptr<SignalArea> create(const std::shared_ptr<Communicator>& comm,
+                                            Route route);
+  Route route() const { return route_; }
+  // Whether `peer`'s signals go through this area: route auto and `peer`
+  // load/store reachable.
   bool reachable(int peer) const;
   // Address of `peer`'s counter for signals from this rank.
   unsigned long long* remote_counter(int peer) const;
@@ -60,12 +79,13 @@ class SignalArea final : public Resource {
   unsigned long long advance(int peer, int op_count);
 
  private:
-  SignalArea(std::shared_ptr<Communicator> comm, std::shared_ptr<Window> window,
+  SignalArea(std::shared_ptr<Communicator> comm, Route route, std::shared_ptr<Window> window,
              at::Tensor counters, at::Tensor tickets);
   void release(Communicator& comm) override;
   bool needs_quiet() const override { return true; }
 
-  std::shared_ptr<Window> window_;
+  const Route route_;
+  std::shared_ptr<Window> window_;  // nullptr on route native
   at::Tensor counters_; // nranks uint64 in NCCL memory, registered as window_
   at::Tensor tickets_;
   std::atomic<uint64_t> next_ticket_{0};

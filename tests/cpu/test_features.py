@@ -52,7 +52,7 @@ def test_shape():
 def test_the_features_the_docs_name_are_there():
     table = nc.features()
     for name in ("window_registration", "window_strict_ordering", "window_pointers",
-                 "rma_load_store", "rma_network", "get_mem_stat", "gin_type", "railed_gin_type",
+                 "rma_load_store", "rma_native_route", "rma_network", "get_mem_stat", "gin_type", "railed_gin_type",
                  "suspend_resume", "revoke", "shrink", "dev_comm", "device_collectives"):
         assert name in table
 

@@ -19,4 +19,6 @@ from tests.gpu.cases import (  # noqa: F401
     bad_input,
     torch_tools,
     mem_pools,
+    native_rma,
+    native_queries,
 )

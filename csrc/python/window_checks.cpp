@@ -1,0 +1,128 @@
+// Private bindings for the GPU checks of NCCL's host-side queries against
+// nccl_core's own sources (comm/window_queries.h, device/dev_comm.h):
+// RegisteredWindowHandle._descriptor*, _nccl_*, _copy_from and
+// Communicator._properties.  Not part of the public API.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <torch/csrc/utils/pybind.h>
+
+#include <c10/cuda/CUDAStream.h>
+
+#include "comm/communicator.h"
+#include "comm/resources.h"
+#include "comm/window_queries.h"
+#include "device/dev_comm.h"
+#include "nccl/api.h"
+#include "nccl/types.h"
+#include "python/bind.h"
+#include "python/convert.h"
+#include "util/checked.h"
+
+namespace py = pybind11;
+
+namespace nccl_core::python {
+
+namespace {
+
+size_t offset_of(long long offset) {
+  NCCL_CORE_REQUIRE(offset >= 0, "offset ", offset, " must be >= 0");
+  return static_cast<size_t>(offset);
+}
+
+py::object address(const std::optional<void*>& p) {
+  return p ? py::cast(reinterpret_cast<uintptr_t>(*p)) : py::none();
+}
+
+uintptr_t address(const void* p) { return reinterpret_cast<uintptr_t>(p); }
+
+} // namespace
+
+void bind_window_checks(py::module_& m) {
+  auto win = py::reinterpret_borrow<py::class_<Window, Resource, std::shared_ptr<Window>>>(
+      m.attr("RegisteredWindowHandle"));
+  win.def(
+         "_descriptor",
+         [](const Window& w) {
+           auto d = window_queries::descriptor(w);
+           py::dict out;
+           out["lsa_flat_base"] = static_cast<unsigned long long>(d.lsa_flat_base);
+           out["lsa_rank"] = d.lsa_rank;
+           out["world_rank"] = d.world_rank;
+           out["stride_4g"] = d.stride_4g;
+           return out;
+         },
+         "The head of NCCL's device-side window descriptor, read now (NCCL 2.28.3-2.32.x).")
+      .def(
+          "_descriptor_lsa_pointer",
+          [](const Window& w, int lsa_rank, long long offset) {
+            return address(window_queries::descriptor_lsa_pointer(w, lsa_rank, offset_of(offset)));
+          },
+          py::arg("lsa_rank"), py::arg("offset") = 0,
+          "LSA rank's copy (+offset) computed from the descriptor, as on NCCL 2.28.")
+      .def(
+          "_descriptor_peer_pointer",
+          [](const Window& w, int peer, long long offset) {
+            return address(window_queries::descriptor_peer_pointer(w, peer, offset_of(offset)));
+          },
+          py::arg("peer"), py::arg("offset") = 0,
+          "World rank's copy (+offset) from the descriptor; None outside the LSA team.")
+      .def(
+          "_nccl_lsa_pointer",
+          [](const Window& w, int lsa_rank, long long offset) {
+            return address(window_queries::nccl_lsa_pointer(w, lsa_rank, offset_of(offset)));
+          },
+          py::arg("lsa_rank"), py::arg("offset") = 0,
+          "ncclGetLsaDevicePointer (NCCL >= 2.29.2).")
+      .def(
+          "_nccl_peer_pointer",
+          [](const Window& w, int peer, long long offset) {
+            return address(window_queries::nccl_peer_pointer(w, peer, offset_of(offset)));
+          },
+          py::arg("peer"), py::arg("offset") = 0,
+          "ncclGetPeerDevicePointer (NCCL >= 2.29.2); None where NCCL answers NULL.")
+      .def(
+          "_nccl_user_ptr",
+          [](const Window& w) { return address(window_queries::nccl_user_ptr(w)); },
+          "ncclWinGetUserPtr (NCCL >= 2.29.2).")
+      .def(
+          "_copy_from",
+          [](const Window& w, unsigned long long addr, py::handle out) {
+            auto o = as_buffer(out, "out");
+            auto comm = w.owner();
+            NCCL_CORE_REQUIRE(comm != nullptr, "the window's communicator is gone");
+            NCCL_CORE_REQUIRE(o.device == comm->device(), "out is on device ", o.device,
+                              ", but the window's communicator is on device ", comm->device());
+            size_t bytes = checked::bytes(o.count, types::element_size(o.type), "out bytes");
+            cudaStream_t st = as_stream(py::none(), o.device);
+            window_queries::copy_from(w, reinterpret_cast<const void*>(addr), bytes, o.ptr, st);
+          },
+          py::arg("address"), py::arg("out"),
+          "Copies out's size in bytes from a device address inside one LSA rank's copy of "
+          "this window into out, on the current stream.");
+
+  auto comm = py::reinterpret_borrow<py::class_<Communicator, std::shared_ptr<Communicator>>>(
+      m.attr("Communicator"));
+  comm.def(
+      "_properties",
+      [](Communicator& c) {
+        auto p = comm_properties(c);
+        py::dict out;
+        out["rank"] = p.rank;
+        out["nranks"] = p.nranks;
+        out["cuda_dev"] = p.cuda_dev;
+        out["nvml_dev"] = p.nvml_dev;
+        out["device_api_support"] = p.device_api_support;
+        out["multimem_support"] = p.multimem_support;
+        out["gin_type"] = p.gin_type;
+        if (p.has_2_29_7) {
+          out["n_lsa_teams"] = p.n_lsa_teams;
+          out["host_rma_support"] = p.host_rma_support;
+          out["railed_gin_type"] = p.railed_gin_type;
+        }
+        return out;
+      },
+      "ncclCommQueryProperties as nccl_core reads it (NCCL >= 2.29.2; n_lsa_teams, "
+      "host_rma_support and railed_gin_type from 2.29.7).");
+}
+
+} // namespace nccl_core::python
