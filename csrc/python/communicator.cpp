@@ -164,6 +164,9 @@ void bind_communicator(py::module_& m) {
               py::gil_scoped_release release;
               rma::prepare(c); // collective too: the NCCL 2.28 signal area
               w = Window::create(c, b.ptr, bytes, static_cast<int>(f), storage_of(t));
+              if (w) {
+                rma::after_window(c, static_cast<int>(f));  // NCCL's set-up, if due
+              }
             }
             return window_or_none(w);
           },

@@ -106,6 +106,16 @@ void set_up_nccl(Communicator& comm) {
   NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(st.s));
 }
 
+// NCCL's one-sided calls before its set-up (no COLL_SYMMETRIC window yet on
+// this communicator): refused here, the same on every rank, instead of
+// NCCL's lazy set-up, which is collective and would hang a call that only
+// some ranks make (and which NCCL 2.32 refuses outright).
+void require_set_up(const SignalArea& area, const char* what) {
+  NCCL_CORE_REQUIRE(!area.setup_pending(), what,
+                    " through NCCL's one-sided calls needs a window registered with "
+                    "WindowFlag.COLL_SYMMETRIC on this communicator first");
+}
+
 [[noreturn]] void unreachable_peer(int peer, const char* what) {
   throw NcclUnsupported(concat(what, " to rank ", peer,
                                ", which is not load/store reachable (no NVLink path from this "
@@ -128,26 +138,38 @@ void prepare(const std::shared_ptr<Communicator>& comm) {
   // Collective, and the same answer (or error) on every rank.
   Agreement agreed = agree_route(comm);
   Route route = agreed.route;
-  if (route == Route::Native) {
-    set_up_nccl(*comm);
-  } else if (agreed.nccl_calls_usable && !comm->lsa_spans_all()) {
-    // Route auto with peers outside the LSA team: NCCL carries those.  Where
-    // NCCL turns its calls down (hostRmaSupport unknown before 2.29.7, the
-    // same answer on every rank), the first such put reports it instead.
-    try {
-      set_up_nccl(*comm);
-    } catch (const NcclError& e) {
-      if (!comm->is_live() || dynamic_cast<const NcclUnsupported*>(&e) != nullptr) {
-        throw;
-      }
-    }
-  }
   if (auto area = SignalArea::create(comm, route)) {
+    // Route native, or auto with peers outside the LSA team (NCCL carries
+    // those): NCCL's set-up is due at the first COLL_SYMMETRIC window.
+    if (route == Route::Native) {
+      area->set_setup_pending(false);
+    } else if (agreed.nccl_calls_usable && !comm->lsa_spans_all()) {
+      area->set_setup_pending(true);
+    }
     comm->attach(kAreaKey, std::move(area));
     // Allocated here, outside any graph capture: wait_signal hands it to its
     // kernel, possibly while capturing, when pinned allocations are not allowed.
     (void)comm->abort_flag();
   }
+}
+
+void after_window(const std::shared_ptr<Communicator>& comm, int flags) {
+  auto area = area_if_any(*comm);
+  if (!area || !area->setup_pending() || (flags & NCCL_WIN_COLL_SYMMETRIC) == 0) {
+    return;
+  }
+  try {
+    set_up_nccl(*comm);
+  } catch (const NcclError& e) {
+    // Route auto: where NCCL turns its calls down (hostRmaSupport unknown
+    // before 2.29.7, the same answer on every rank), the first such put
+    // reports it instead.
+    if (!area->setup_tolerant() || !comm->is_live() ||
+        dynamic_cast<const NcclUnsupported*>(&e) != nullptr) {
+      throw;
+    }
+  }
+  area->setup_done();
 }
 
 Route route_of(const Communicator& comm) {
@@ -273,6 +295,7 @@ void put_signal(Communicator& comm, const ops::Buffer& src, int peer, const Wind
       unreachable_peer(peer, "put_signal");
     }
     require_symmetric_source(comm, src, bytes, peer);
+    require_set_up(*area, "put_signal");
     refuse_capture(comm, stream, "put_signal");
     auto fn = api::require<newer::PutSignalFn>("ncclPutSignal", "put_signal",
                                                newer::kSignalsVersion);
@@ -296,6 +319,7 @@ void signal(Communicator& comm, int peer, cudaStream_t stream) {
     if (!native()) {
       unreachable_peer(peer, "signal");
     }
+    require_set_up(*area, "signal");
     refuse_capture(comm, stream, "signal");
     auto fn = api::require<newer::SignalFn>("ncclSignal", "signal", newer::kSignalsVersion);
     comm.call(fn(peer, 0, 0, 0u, comm.get(), stream), "ncclSignal");
@@ -329,6 +353,7 @@ void wait_signal(Communicator& comm, const std::vector<WaitDesc>& descs, cudaStr
     }
   }
   if (!remote.empty()) {
+    require_set_up(*area, "wait_signal");
     refuse_capture(comm, stream, "wait_signal");
     auto fn = api::require<newer::WaitSignalFn>("ncclWaitSignal", "wait_signal",
                                                 newer::kSignalsVersion);

@@ -42,6 +42,11 @@ bool native();
 // Collective part: every rank calls it while registering a window.  Agrees
 // on the route and creates the signal area if the communicator has none yet.
 void prepare(const std::shared_ptr<Communicator>& comm);
+// Collective too: after a window with `flags` is registered.  NCCL's
+// one-sided state is set up (every rank at once, so that no later call from
+// some ranks only sets it up) at the first COLL_SYMMETRIC window: NCCL 2.32
+// initialises it at such a registration and refuses ncclSignal before one.
+void after_window(const std::shared_ptr<Communicator>& comm, int flags);
 
 // The agreed route while the communicator has its one-sided state, else the
 // one it would ask for (route.h: requested_route).
@@ -77,6 +82,15 @@ class SignalArea final : public Resource {
   unsigned int* next_ticket();
   // Counter targets for a wait on `peer` after `op_count` more signals.
   unsigned long long advance(int peer, int op_count);
+  // NCCL's one-sided set-up is due at the next COLL_SYMMETRIC window
+  // (after_window); `tolerant`: route auto, where NCCL may turn it down.
+  void set_setup_pending(bool tolerant) {
+    setup_tolerant_ = tolerant;
+    setup_pending_.store(true);
+  }
+  bool setup_pending() const { return setup_pending_.load(); }
+  bool setup_tolerant() const { return setup_tolerant_; }
+  void setup_done() { setup_pending_.store(false); }
 
  private:
   SignalArea(std::shared_ptr<Communicator> comm, Route route, std::shared_ptr<Window> window,
@@ -89,6 +103,8 @@ class SignalArea final : public Resource {
   at::Tensor counters_; // nranks uint64 in NCCL memory, registered as window_
   at::Tensor tickets_;
   std::atomic<uint64_t> next_ticket_{0};
+  std::atomic<bool> setup_pending_{false};
+  bool setup_tolerant_ = false;
   std::mutex mutex_;
   std::vector<unsigned long long> consumed_; // signals already waited for, per peer
 };
