@@ -4,8 +4,8 @@
 
 One group per setting over the same ranks: nccl_core by default, with
 enable_timing, with nan_check, with a completion hook; nccl by default, with
-timing (_enable_collectives_timing), with TORCH_NCCL_NAN_CHECK=1 (set while
-that group is created, when both backends read it).  For each, microseconds
+TORCH_NCCL_ENABLE_TIMING=1 and with TORCH_NCCL_NAN_CHECK=1 (each set while
+that group is created, when backend nccl reads it).  For each, microseconds
 per all_reduce (float32 SUM) at 4 KiB and 4 MiB: a loop of calls timed until
 the GPU finished them, median of rounds, rounds interleaved.  The ratio is
 against nccl_core's default.
@@ -60,17 +60,15 @@ def main() -> None:
         "nccl_core nan_check": core(nan_check=True),
         "nccl_core completion hook": core(),
         "nccl": dist.new_group(ranks, backend="nccl"),
-        "nccl timing": dist.new_group(ranks, backend="nccl"),
     }
+    # Both variables are read when backend nccl builds a group.
+    os.environ["TORCH_NCCL_ENABLE_TIMING"] = "1"
+    groups["nccl timing"] = dist.new_group(ranks, backend="nccl")
+    del os.environ["TORCH_NCCL_ENABLE_TIMING"]
     os.environ["TORCH_NCCL_NAN_CHECK"] = "1"
     groups["nccl nan check"] = dist.new_group(ranks, backend="nccl")
     del os.environ["TORCH_NCCL_NAN_CHECK"]
     groups["nccl_core completion hook"]._register_on_completion_hook(lambda info: None)
-    timed = groups["nccl timing"]._get_backend(device)
-    if hasattr(timed, "_enable_collectives_timing"):
-        timed._enable_collectives_timing()
-    else:  # this torch binds it on ProcessGroupNCCL under another name
-        timed.enable_collectives_timing()
     sizes = {"4 KiB": 1024, "4 MiB": 1 << 20}
     results = {name: {s: [] for s in sizes} for name in groups}
     tensors = {s: torch.ones(n, device=device) for s, n in sizes.items()}
