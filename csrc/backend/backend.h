@@ -223,9 +223,10 @@ class Backend : public c10d::Backend {
     // The NaN check (nan_check.h) reads what this rank sends; false where
     // the buffer holds nothing sent (a broadcast's non-root ranks).
     bool sends = true;
-    // all_to_all_single's split sizes, for the profiler's record.
-    std::vector<int64_t> in_splits;
-    std::vector<int64_t> out_splits;
+    // all_to_all_single's split sizes, for the profiler's record (the
+    // caller's vectors, alive for the call; null: none).
+    const std::vector<int64_t>* in_splits = nullptr;
+    const std::vector<int64_t>* out_splits = nullptr;
   };
   template <class O>
   static CallOpts call_opts(const O& o) {

@@ -70,7 +70,8 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
     std::optional<profiling::CommsRecord> comms_record;
     if (profiling) {
       comms_record.emplace(describe(), type, seq, inputs, outputs, numel_in, numel_out, dtype,
-                           call.in_splits, call.out_splits);
+                           call.in_splits ? *call.in_splits : std::vector<int64_t>{},
+                           call.out_splits ? *call.out_splits : std::vector<int64_t>{});
     }
     const bool timing = timing_enabled() && !capturing && !estimating_;
     if (!work) {

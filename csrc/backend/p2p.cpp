@@ -76,8 +76,8 @@ WorkPtr Backend::alltoall_base(at::Tensor& output, at::Tensor& input,
   }
   auto dev = pick_device(&input);
   CallOpts call = call_opts(opts);
-  call.in_splits = input_splits;
-  call.out_splits = output_splits;
+  call.in_splits = &input_splits;
+  call.out_splits = &output_splits;
   return launch(OpType::ALLTOALL_BASE, dev, {input}, {output}, call,
                 "all_to_all_single",
                 [&](Communicator& c, cudaStream_t s, Work&) {

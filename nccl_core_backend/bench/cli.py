@@ -26,24 +26,23 @@ examples:
 """
 
 
-def _positive_int(text: str) -> int:
+def _int_at_least(text: str, low: int) -> int:
     try:
         v = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} must be at least 1")
+    if v < low:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} must be at least 1" if low == 1 else f"{text!r} must not be negative")
     return v
+
+
+def _positive_int(text: str) -> int:
+    return _int_at_least(text, 1)
 
 
 def _count(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if v < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must not be negative")
-    return v
+    return _int_at_least(text, 0)
 
 
 def _int_list(text: str) -> list[int]:

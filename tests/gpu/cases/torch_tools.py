@@ -42,6 +42,14 @@ def _inputs(ctx, n, salt):
     return [make(ctx, r, torch.float32, n, salt=salt) for r in range(ctx.world)]
 
 
+def _checked_all_reduce(ctx, group, n, salt, what):
+    """A SUM all_reduce of fresh data on `group`, every element checked."""
+    ins = _inputs(ctx, n, salt)
+    t = ins[ctx.rank].to(ctx.device)
+    dist.all_reduce(t, group=group)
+    check(t, reduce_ref(ins, "SUM", torch.float32), torch.float32, "SUM", ctx.world, what)
+
+
 @case(min_world=1)
 def tools_profiler_param_comms(ctx):
     """A profiler trace shows record_param_comms with our sizes, dtype and
@@ -234,11 +242,7 @@ def tools_nan_check(ctx):
     if not torch.equal(ints.cpu(), torch.full((16,), ctx.world * (ctx.world + 1) // 2,
                                               dtype=torch.int32)):
         fail("int all_reduce under the NaN check is wrong")
-    ins = _inputs(ctx, 4096, 31)
-    ok = ins[ctx.rank].to(ctx.device)
-    dist.all_reduce(ok, group=g)
-    check(ok, reduce_ref(ins, "SUM", torch.float32), torch.float32, "SUM", ctx.world,
-          "all_reduce after a refused NaN")
+    _checked_all_reduce(ctx, g, 4096, 31, "all_reduce after a refused NaN")
     dist.destroy_process_group(g)
 
 
@@ -298,11 +302,7 @@ def tools_time_estimate(ctx):
         if not torch.equal(a, b):
             fail("a simulated all_reduce changed its tensor")
     # The group runs real ops afterwards.
-    ins = _inputs(ctx, 1000, 41)
-    t = ins[ctx.rank].to(ctx.device)
-    dist.all_reduce(t, group=g)
-    check(t, reduce_ref(ins, "SUM", torch.float32), torch.float32, "SUM", ctx.world,
-          "all_reduce after a time estimate")
+    _checked_all_reduce(ctx, g, 1000, 41, "all_reduce after a time estimate")
     dist.destroy_process_group(g)
 
 
@@ -320,11 +320,7 @@ def tools_torch_nccl_options_and_counters(ctx):
     if not mine.is_high_priority_stream or mine.max_ctas != 8 or mine.min_ctas != 2:
         fail(f"mapped options: high={mine.is_high_priority_stream} max_ctas={mine.max_ctas} "
              f"min_ctas={mine.min_ctas}")
-    ins = _inputs(ctx, 3000, 51)
-    t = ins[ctx.rank].to(ctx.device)
-    dist.all_reduce(t, group=g)
-    check(t, reduce_ref(ins, "SUM", torch.float32), torch.float32, "SUM", ctx.world,
-          "all_reduce on a group made from ProcessGroupNCCL.Options")
+    _checked_all_reduce(ctx, g, 3000, 51, "all_reduce on a group made from ProcessGroupNCCL.Options")
     if not be._is_initialized():
         fail("_is_initialized() is False after a collective")
     be._set_default_timeout(timedelta(seconds=123))
