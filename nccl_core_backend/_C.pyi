@@ -59,6 +59,8 @@ class Options(Backend.Options):
     abort_on_error: bool
     trace_buffer_size: int
     desync_report_wait: timedelta
+    unraised_error_grace: timedelta
+    call_check_interval: timedelta
     heartbeat_timeout: timedelta
     blocking: bool
     fast_path_max_bytes: int

@@ -11,9 +11,18 @@ NCCL_CORE_WATCHDOG_MS         -                       watchdog period (ms)
 NCCL_CORE_ERROR_HANDLING      TORCH_NCCL_ASYNC_ERROR_HANDLING
                               torch's values: 0 fail the work, keep the
                               communicator (for dist.shrink_group(...,
-                              SHRINK_ABORT)); 1 abort it and end the process;
-                              2 abort it and raise; 3 end the process (default).
+                              SHRINK_ABORT)); 1 end the process (the end
+                              releases the communicator); 2 raise, aborting
+                              it as the error is raised; 3 end the process
+                              (default; torchrun sets 1 where unset).
                               "fail" and "abort" mean 0 and 2.
+NCCL_CORE_CALL_CHECK_MS       -                       period of the cross-rank
+                                                      call check (ms; 0 off;
+                                                      default 1000)
+NCCL_CORE_UNRAISED_ERROR_GRACE_MS -                   0 and 2: an error no
+                                                      program thread raised
+                                                      within this ends the
+                                                      process (default 2000)
 NCCL_CORE_ENABLE_MONITORING   TORCH_NCCL_ENABLE_MONITORING  heartbeat monitor
 NCCL_CORE_HEARTBEAT_TIMEOUT_SEC TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC  its limit
 NCCL_CORE_TRACE_BUFFER_SIZE   TORCH_NCCL_TRACE_BUFFER_SIZE  ops each rank keeps
@@ -147,6 +156,12 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
             break
     if monitoring is False:
         out["heartbeat_timeout"] = timedelta(0)
+    check = _nonnegative_int(env, "NCCL_CORE_CALL_CHECK_MS")
+    if check is not None:
+        out["call_check_interval"] = timedelta(milliseconds=check)
+    grace = _nonnegative_int(env, "NCCL_CORE_UNRAISED_ERROR_GRACE_MS")
+    if grace is not None:
+        out["unraised_error_grace"] = timedelta(milliseconds=grace)
     period = _positive_int(env, "NCCL_CORE_WATCHDOG_MS")
     if period is not None:
         out["watchdog_interval"] = timedelta(milliseconds=period)

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Builds nccl_core and runs the whole GPU suite on every visible GPU, in one
-# command (for the GPU host).  Logs are written under a work folder and packed
+# command (for the GPU host).  Where the GPUs are fewer than a configuration's
+# ranks, the ranks run as simulated hosts (nccl_core_backend/simhosts.py):
+# one GPU runs the 1-, 2- and 4-rank configurations, skipping with the reason
+# the cases that need NVLink peers.  Logs are written under a work folder and packed
 # into ${OUT:-out}/logs-$NCCL_CORE_GPU_TAG.tgz (the device tool returns few
 # files).  Ends with pass/fail/skip counts.
 set -uo pipefail

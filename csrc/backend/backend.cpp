@@ -157,12 +157,19 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
     std::string tag = options_->group_name + "/" + std::to_string(size_);
     desync_ = std::make_unique<DesyncReporter>(store_, tag, rank_, size_, *recorder_,
                                                options_->desync_report_wait);
-    hooks.tick = [this] { desync_->tick(); };
+    if (options_->call_check_interval.count() > 0) {
+      call_check_ = std::make_unique<CallCheck>(store_, tag, rank_, size_, *recorder_,
+                                                options_->call_check_interval);
+    }
+    hooks.tick = [this] {
+      desync_->tick();
+      return call_check_ ? call_check_->tick() : std::string();
+    };
   }
   hooks.on_done = [this](Work& w) { hooks_->finished(w); };
   watchdog_ = std::make_unique<Watchdog>(options_->watchdog_interval, options_->policy(),
-                                         std::move(hooks), options_->heartbeat_timeout,
-                                         info_->label);
+                                         std::move(hooks), options_->heartbeat_timeout, info_,
+                                         options_->unraised_error_grace);
   fast::PushConfig push{options_->push_min_bytes, options_->push_max_bytes,
                         options_->push_ctas};
   if (options_->fast_path_max_bytes > 0 || push.max_bytes > 0) {
@@ -175,6 +182,7 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   }
   device_ = device;
   comm_ = std::move(comm);
+  watchdog_->set_comm(comm_);
   if (fast_) {
     watchdog_->follow(fast_->progress(), comm_, [this] { return options_->timeout; });
     // NCCL's abort unmaps the scratch window: our kernels leave it first.
@@ -361,11 +369,14 @@ void Backend::check_healthy() const {
   }
   if (failed_.load()) {
     block_if_tearing_down();
-    std::lock_guard<std::mutex> lock(error_mutex_);
-    info_->error_reported.store(true);
+    std::string error;
+    {
+      std::lock_guard<std::mutex> lock(error_mutex_);
+      error = error_;
+    }
+    info_->mark_raised();  // policy 2 aborts here, in the raising thread
     C10_THROW_ERROR(DistBackendError,
-                    "nccl_core: the communicator failed earlier and was "
-                    "aborted: " + error_);
+                    "nccl_core: the communicator failed earlier: " + error);
   }
 }
 
@@ -394,7 +405,7 @@ void Backend::abort() {
   // Pending works must fail, not complete: the aborted kernels exit, and a
   // waiter polling their end events would otherwise see success.
   if (watchdog_) {
-    watchdog_->fail_all("nccl_core: process group aborted", true);
+    watchdog_->fail_all("nccl_core: process group aborted", Watchdog::Release::kAbortNow);
   }
   if (comm_) {
     comm_->abort();
@@ -408,6 +419,16 @@ void Backend::abort() {
 }
 
 void Backend::shutdown() {
+  // An error the watchdog found is raised below: the program is here, in
+  // destroy_process_group(), so it no longer counts as unraised, and a
+  // communicator that failed is aborted rather than finalized (finalize
+  // would wait for the kernels that failed).
+  if (failed_.load() && watchdog_) {
+    watchdog_->stop();
+    if (comm_ && comm_->is_live()) {
+      comm_->abort();
+    }
+  }
   retire_registrations();
   if (desync_) {
     desync_->publish_final();  // peers that time out later learn we left
@@ -449,7 +470,7 @@ void Backend::shutdown() {
   std::string unreported;
   {
     std::lock_guard<std::mutex> lock(error_mutex_);
-    if (watchdog_error_ && !info_->error_reported.exchange(true)) {
+    if (watchdog_error_ && !info_->mark_raised()) {
       unreported = error_;
     }
   }

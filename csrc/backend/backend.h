@@ -27,6 +27,7 @@
 #endif
 
 #include "backend/completion_hooks.h"
+#include "backend/call_check.h"
 #include "backend/desync.h"
 #include "backend/ephemeral_timeout.h"
 #include "backend/flight_recorder.h"
@@ -284,6 +285,7 @@ class Backend : public c10d::Backend {
   std::unique_ptr<CompletionHooks> hooks_;  // finished ops are reported here
   std::unique_ptr<FlightRecorder> recorder_;
   std::unique_ptr<DesyncReporter> desync_;
+  std::unique_ptr<CallCheck> call_check_;  // after desync_: reads recorder_ too
   std::unique_ptr<Watchdog> watchdog_;
   // null unless fast_path_max_bytes or push_max_bytes > 0
   std::unique_ptr<fast::Engine> fast_;

@@ -12,7 +12,7 @@ namespace {
 constexpr size_t kOpsPerAnswer = 16;
 // How often a rank looks for requests: one store round trip per group per
 // period on every rank, so not more often; the asking rank waits longer.
-constexpr std::chrono::milliseconds kLookEvery{2000};
+constexpr std::chrono::milliseconds kLookEvery{1000};
 
 std::string to_text(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
 std::vector<uint8_t> to_bytes(const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); }

@@ -8,7 +8,7 @@
 //   requests   a counter; a rank that timed out adds 1
 //   state/<r>  rank r's answer: the generation (counter value) it answers,
 //              its status, its last ops
-// Every rank's watchdog reads the counter every 2 s (tick) and
+// Every rank's watchdog reads the counter every second (tick) and
 // answers a new request with its flight recorder's contents; a rank that
 // destroys its group leaves a final answer.  The asking rank waits a bounded
 // time, so a dead rank cannot hang the report.
@@ -33,7 +33,7 @@ class DesyncReporter {
   DesyncReporter(c10::intrusive_ptr<c10d::Store> store, std::string tag, int rank, int size,
                  const FlightRecorder& recorder, std::chrono::milliseconds wait);
 
-  // From the watchdog's sweep: answers a new request, looking every 2 s at
+  // From the watchdog's sweep: answers a new request, looking every second at
   // most.  Never throws (a store that is gone makes no answer).
   void tick();
   // After a timeout or mismatch here: asks, waits up to the bound, explains

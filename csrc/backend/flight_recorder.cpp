@@ -68,7 +68,62 @@ std::string OpSummary::describe() const {
          std::to_string(numel_out) + " out)";
 }
 
-FlightRecorder::FlightRecorder(size_t capacity) : entries_(capacity) {}
+namespace {
+// Collectives whose running signature hash is remembered: more than one rank
+// can enqueue ahead of another between two looks of the call check.
+constexpr size_t kHashesKept = 4096;
+
+// What must be equal on every rank: the op and dtype, and the sizes of the
+// ops whose sizes are the same everywhere (call_check.h).
+uint64_t signature(c10d::OpType op, c10::ScalarType dtype, int64_t in, int64_t out) {
+  bool sized = same_size_on_every_rank(op);
+  uint64_t h = (static_cast<uint64_t>(op) << 8) ^ static_cast<uint64_t>(dtype);
+  if (sized) {
+    h ^= static_cast<uint64_t>(in) * 0x9E3779B97F4A7C15ULL ^
+         static_cast<uint64_t>(out) * 0xC2B2AE3D27D4EB4FULL;
+  }
+  return h;
+}
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9E3779B97F4A7C15ULL + (h << 6) + (h >> 2);
+  return h * 0xFF51AFD7ED558CCDULL;
+}
+}  // namespace
+
+bool same_size_on_every_rank(c10d::OpType op) {
+  return op == c10d::OpType::ALLREDUCE || op == c10d::OpType::BROADCAST ||
+         op == c10d::OpType::REDUCE || op == c10d::OpType::_ALLGATHER_BASE ||
+         op == c10d::OpType::_REDUCE_SCATTER_BASE || op == c10d::OpType::ALLREDUCE_COALESCED;
+}
+
+bool same_size_on_every_rank(const std::string& op_name) {
+  for (auto op : {c10d::OpType::ALLREDUCE, c10d::OpType::BROADCAST, c10d::OpType::REDUCE,
+                  c10d::OpType::_ALLGATHER_BASE, c10d::OpType::_REDUCE_SCATTER_BASE,
+                  c10d::OpType::ALLREDUCE_COALESCED}) {
+    if (c10d::opTypeToString(op) == op_name) {
+      return true;
+    }
+  }
+  return false;
+}
+
+FlightRecorder::FlightRecorder(size_t capacity)
+    : entries_(capacity), hashes_(capacity > 0 ? kHashesKept : 0) {}
+
+uint64_t FlightRecorder::collectives() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return collectives_;
+}
+
+bool FlightRecorder::signature_hash(uint64_t coll, uint64_t& out) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (hashes_.empty() || coll == 0 || coll > collectives_ || collectives_ - coll >= hashes_.size()) {
+    return false;
+  }
+  out = hashes_[coll % hashes_.size()];
+  return true;
+}
 
 void FlightRecorder::record(const c10::intrusive_ptr<Work>& work, uint64_t seq, c10d::OpType op,
                             c10::ScalarType dtype, int64_t numel_in, int64_t numel_out,
@@ -79,6 +134,13 @@ void FlightRecorder::record(const c10::intrusive_ptr<Work>& work, uint64_t seq, 
   std::lock_guard<std::mutex> lock(mutex_);
   Entry& e = entries_[seq % entries_.size()];
   e.seq = seq;
+  const bool p2p = op == c10d::OpType::SEND || op == c10d::OpType::RECV ||
+                   op == c10d::OpType::RECVANYSOURCE;
+  e.coll = p2p ? 0 : ++collectives_;
+  if (!p2p) {
+    hash_ = mix(hash_, signature(op, dtype, numel_in, numel_out));
+    hashes_[collectives_ % hashes_.size()] = hash_;
+  }
   e.op = op;
   e.dtype = dtype;
   e.numel_in = numel_in;
@@ -112,6 +174,8 @@ std::vector<OpSummary> FlightRecorder::snapshot() const {
     }
     OpSummary s;
     s.seq = e.seq;
+    s.coll = e.coll;
+    s.sized = same_size_on_every_rank(e.op);
     s.op = c10d::opTypeToString(e.op);
     s.dtype = e.dtype == c10::ScalarType::Undefined ? "-" : c10::toString(e.dtype);
     s.numel_in = e.numel_in;

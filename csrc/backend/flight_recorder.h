@@ -31,6 +31,12 @@ class Progress;
 // One operation as the report shows it.
 struct OpSummary {
   uint64_t seq = 0;
+  // The group's collective count at this op (0 for send/recv, whose order
+  // differs between ranks legitimately): what call_check.h compares.
+  uint64_t coll = 0;
+  // Its sizes are the same on every rank (all_reduce, broadcast, reduce, the
+  // tensor forms of all_gather and reduce_scatter).
+  bool sized = false;
   std::string op;      // c10d's name: ALLREDUCE, ALLGATHER, ...
   std::string dtype;   // "Float", ...; "-" for none
   int64_t numel_in = 0;
@@ -45,6 +51,9 @@ struct OpSummary {
     return op == o.op && dtype == o.dtype && numel_in == o.numel_in && numel_out == o.numel_out;
   }
 };
+
+bool same_size_on_every_rank(c10d::OpType op);
+bool same_size_on_every_rank(const std::string& op_name);  // c10d's name
 
 // Whitespace-separated words of `text`, and a whole-word base-10 integer
 // (the answers travel as text through the store; no iostreams).
@@ -63,11 +72,17 @@ class FlightRecorder {
               const std::shared_ptr<fast::Progress>& progress, uint64_t ticket);
   // The recorded ops, oldest first, with their state now.
   std::vector<OpSummary> snapshot() const;
+  // The collectives recorded so far, and a hash of all their signatures up
+  // to and including collective `coll` (call_check.h); false where `coll`
+  // is in the future or too far in the past to be remembered.
+  uint64_t collectives() const;
+  bool signature_hash(uint64_t coll, uint64_t& out) const;
   size_t capacity() const { return entries_.size(); }
 
  private:
   struct Entry {
     uint64_t seq = 0;  // 0: empty
+    uint64_t coll = 0;
     c10d::OpType op = c10d::OpType::UNKNOWN;
     c10::ScalarType dtype = c10::ScalarType::Undefined;
     int64_t numel_in = 0;
@@ -80,6 +95,9 @@ class FlightRecorder {
 
   mutable std::mutex mutex_;
   std::vector<Entry> entries_;
+  uint64_t collectives_ = 0;  // recorded so far
+  uint64_t hash_ = 0;         // of every collective's signature so far
+  std::vector<uint64_t> hashes_;  // hash_ after collective c at c % size
 };
 
 }  // namespace nccl_core

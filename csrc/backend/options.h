@@ -27,8 +27,15 @@ struct GroupOptions : c10d::Backend::Options {
   // Ops each rank keeps for the desync report (flight_recorder.h); 0 = no
   // recorder and no report.
   size_t trace_buffer_size = 256;
-  // How long a timed-out rank waits for the others' answers (desync.h).
-  std::chrono::milliseconds desync_report_wait{5000};
+  // How long a timed-out rank waits for the others' answers (desync.h):
+  // short, so that the error ends the job within timeout + 5 s.
+  std::chrono::milliseconds desync_report_wait{2500};
+  // How often the watchdog compares this rank's collectives with its ring
+  // neighbour's through the store (call_check.h); 0 = never.
+  std::chrono::milliseconds call_check_interval{1000};
+  // Policies 0 and 2: an error that no program thread raised within this
+  // long ends the process (error_policy.h); 0 = never.
+  std::chrono::milliseconds unraised_error_grace{2000};
   // A watchdog that makes no sweep for this long ends the process
   // (heartbeat.h); 0 = off.
   std::chrono::milliseconds heartbeat_timeout{480 * 1000};

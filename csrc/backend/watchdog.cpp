@@ -16,16 +16,16 @@
 
 namespace nccl_core {
 
-namespace {
-// Policy 1: how long the abort may take before the process ends anyway.
-constexpr std::chrono::seconds kTearDownAbortLimit{3};
-}  // namespace
-
 Watchdog::Watchdog(std::chrono::milliseconds interval, ErrorPolicy policy, Hooks hooks,
-                   std::chrono::milliseconds heartbeat, const std::string& label)
-    : interval_(interval), policy_(policy), hooks_(std::move(hooks)) {
+                   std::chrono::milliseconds heartbeat, std::shared_ptr<GroupInfo> group,
+                   std::chrono::milliseconds unraised_grace)
+    : interval_(interval),
+      policy_(policy),
+      hooks_(std::move(hooks)),
+      group_(std::move(group)),
+      unraised_grace_(unraised_grace) {
   thread_ = std::thread([this] { run(); });
-  heartbeat::watch(&beat_, heartbeat, label);
+  heartbeat::watch(&beat_, heartbeat, group_ ? group_->label : std::string("?"));
 }
 
 Watchdog::~Watchdog() {
@@ -112,6 +112,11 @@ bool Watchdog::check_progress(std::chrono::steady_clock::time_point now) {
   return false;
 }
 
+void Watchdog::set_comm(std::shared_ptr<Communicator> comm) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  comm_ = std::move(comm);
+}
+
 size_t Watchdog::pending() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return entries_.size();
@@ -154,10 +159,39 @@ void Watchdog::run() {
   }
 }
 
+void Watchdog::check_unraised(std::chrono::steady_clock::time_point now) {
+  if (!unraised_) {
+    return;
+  }
+  if (group_ && group_->raised()) {
+    unraised_ = false;
+    return;
+  }
+  if (unraised_grace_.count() <= 0 || now - unraised_since_ < unraised_grace_) {
+    return;
+  }
+  begin_tear_down();
+  tear_down(unraised_report_ + "\nnccl_core: the error above reached no program thread within " +
+            std::to_string(unraised_grace_.count()) +
+            " ms (no call on the group, Work.wait() or destroy_process_group() raised it): a "
+            "thread waiting on the GPU behind the failed collective cannot be reached by an "
+            "exception and must not go on with its output; ending the process");
+}
+
 void Watchdog::sweep() {
   if (hooks_.tick) {
-    hooks_.tick();
+    std::string desync = hooks_.tick();
+    if (!desync.empty()) {
+      std::shared_ptr<Communicator> comm;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        comm = comm_;
+      }
+      handle(desync, false, 0, comm);
+      return;
+    }
   }
+  check_unraised(std::chrono::steady_clock::now());
   if (!check_progress(std::chrono::steady_clock::now())) {
     return;
   }
@@ -185,9 +219,10 @@ void Watchdog::sweep() {
     if (e.comm && e.comm->is_live()) {
       ncclResult_t err = e.comm->async_error();
       if (err != ncclSuccess && err != ncclInProgress) {
+        // Explained too: a peer that left or fell behind is named.
         handle("nccl_core: NCCL async error: " + std::string(ncclGetErrorString(err)) + " (" +
                    e.comm->last_error() + ")",
-               false, 0, e.comm);
+               true, 0, e.comm);
         return;
       }
     }
@@ -223,43 +258,31 @@ void Watchdog::handle(const std::string& msg, bool explain, uint64_t at,
     }
   }
   if (policy_.tears_down()) {
-    begin_tear_down();
-  }
-  if (policy_.mode == ErrorPolicy::kSkipCleanUp) {
-    tear_down(report);  // nothing aborted: the process ends with its context
-  }
-  if (policy_.mode == ErrorPolicy::kTearDown) {
-    // Abort, then end the process; but never wait on the abort for long: it
-    // may wait for the device (NCCL frees memory), which a kernel that is not
-    // NCCL's can hold for ever.
-    auto aborted = std::make_shared<std::atomic<bool>>(false);
-    std::thread([this, report, comm, aborted] {
-      fail_all(report, true);
-      if (comm) {
-        comm->abort();
-      }
-      aborted->store(true);
-    }).detach();
-    auto deadline = std::chrono::steady_clock::now() + kTearDownAbortLimit;
-    while (!aborted->load() && std::chrono::steady_clock::now() < deadline) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
+    // Policies 1 and 3: nothing is aborted first, so no stuck kernel leaves
+    // before the process ends (error_policy.h).
     tear_down(report);
   }
-  // Policies 0 and 2: the program sees the error.
-  fail_all(report, policy_.aborts());
-  if (policy_.aborts() && comm) {
-    comm->abort();
+  // Policies 0 and 2: the program sees the error; the report is logged now,
+  // and the process ends if no program thread raises it in time.
+  log_report(report);
+  fail_all(report, policy_.aborts() ? Release::kAbortWhenRaised : Release::kKeep);
+  if (policy_.aborts() && comm && group_) {
+    group_->abort_when_raised(comm);
+  }
+  if (!unraised_ && !(group_ && group_->raised())) {
+    unraised_ = true;
+    unraised_since_ = std::chrono::steady_clock::now();
+    unraised_report_ = report;
   }
 }
 
-void Watchdog::fail_all(const std::string& msg, bool abort) {
+void Watchdog::fail_all(const std::string& msg, Release release) {
   std::vector<Entry> failed;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     failed.swap(entries_);
   }
-  // The backend's error, then the works', then the abort: a caller woken by
+  // The backend's error, then the works', then any abort: a caller woken by
   // any of these must already see the group as failed, and aborting lets the
   // kernels exit, which a waiter polling the end event must not take for
   // success.
@@ -270,12 +293,14 @@ void Watchdog::fail_all(const std::string& msg, bool abort) {
   for (auto& e : failed) {
     e.work->set_error(err);
   }
-  if (!abort) {
-    return;
-  }
   for (auto& e : failed) {
-    if (e.comm) {
+    if (!e.comm) {
+      continue;
+    }
+    if (release == Release::kAbortNow) {
       e.comm->abort();
+    } else if (release == Release::kAbortWhenRaised && group_) {
+      group_->abort_when_raised(e.comm);
     }
   }
 }

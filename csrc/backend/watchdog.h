@@ -5,6 +5,7 @@
 #pragma once
 
 #include "backend/error_policy.h"
+#include "backend/group_info.h"
 
 #include <c10/util/intrusive_ptr.h>
 
@@ -36,16 +37,19 @@ class Watchdog {
     // (desync.h); bounded in time, may return "".
     std::function<std::string(uint64_t at)> explain;
     // Every sweep: lets the backend answer peers' requests for its state.
-    std::function<void()> tick;
+    // Returns a desync found meanwhile (call_check.h), "" if none.
+    std::function<std::string()> tick;
     // An op finished without error (completion_hooks.h); also for those
     // found finished when the watchdog stops.
     std::function<void(Work&)> on_done;
   };
   // `heartbeat`: how long the thread may go without a sweep before the
-  // heartbeat monitor ends the process (0: not watched); `label` names the
-  // group there.
+  // heartbeat monitor ends the process (0: not watched); `group` names the
+  // group there and tells whether an error reached the program; an error
+  // that did not within `unraised_grace` (policies 0 and 2) ends the process.
   Watchdog(std::chrono::milliseconds interval, ErrorPolicy policy, Hooks hooks,
-           std::chrono::milliseconds heartbeat, const std::string& label);
+           std::chrono::milliseconds heartbeat, std::shared_ptr<GroupInfo> group,
+           std::chrono::milliseconds unraised_grace);
   ~Watchdog();
 
   void watch(c10::intrusive_ptr<Work> work, std::shared_ptr<Communicator> comm);
@@ -54,6 +58,9 @@ class Watchdog {
   // is a timeout of `comm`.
   void follow(std::shared_ptr<fast::Progress> progress, std::shared_ptr<Communicator> comm,
               std::function<std::chrono::milliseconds()> timeout);
+  // The group's communicator, for errors that belong to no pending work (a
+  // desync found after the calls completed).
+  void set_comm(std::shared_ptr<Communicator> comm);
   // Number of works not yet retired.
   size_t pending() const;
   // True once every watched work has passed its end event (or failed) and
@@ -64,9 +71,11 @@ class Watchdog {
   void stop();
   // Tests: the thread sleeps `pause` before its next sweep (a stuck watchdog).
   void stall_for(std::chrono::milliseconds pause) { stall_ms_.store(pause.count()); }
+  // What happens to the failed works' communicators.
+  enum class Release { kKeep, kAbortNow, kAbortWhenRaised };
   // Records `msg` as the backend's error, fails every pending work with it
-  // and, if `abort`, aborts their communicators.
-  void fail_all(const std::string& msg, bool abort);
+  // and releases their communicators as `release` says.
+  void fail_all(const std::string& msg, Release release);
   // A timeout, mismatch or NCCL error found: the report (with the desync
   // explanation if `explain`, at sequence number `at`), then the policy:
   // fail, abort `comm` and the works' communicators, end the process.
@@ -78,6 +87,8 @@ class Watchdog {
   void sweep();
   // False after failing everything for a followed call that stalled.
   bool check_progress(std::chrono::steady_clock::time_point now);
+  // Ends the process if the error of handle() was not raised in time.
+  void check_unraised(std::chrono::steady_clock::time_point now);
 
   struct Entry {
     c10::intrusive_ptr<Work> work;
@@ -87,10 +98,17 @@ class Watchdog {
   const std::chrono::milliseconds interval_;
   const ErrorPolicy policy_;
   Hooks hooks_;
+  const std::shared_ptr<GroupInfo> group_;
+  const std::chrono::milliseconds unraised_grace_;
+  // Set by handle() under policies 0 and 2 (watchdog thread only).
+  bool unraised_ = false;
+  std::chrono::steady_clock::time_point unraised_since_;
+  std::string unraised_report_;
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<Entry> entries_;
   // Set once by follow(), before calls are made; read by the watchdog thread.
+  std::shared_ptr<Communicator> comm_;
   std::shared_ptr<fast::Progress> progress_;
   std::shared_ptr<Communicator> progress_comm_;
   std::function<std::chrono::milliseconds()> progress_timeout_;

@@ -153,7 +153,7 @@ void Work::rethrow_if_failed() const {
   if (e != nullptr) {
     block_if_tearing_down();
     if (group) {
-      group->error_reported.store(true);
+      group->mark_raised();
     }
     std::rethrow_exception(e);
   }
@@ -246,7 +246,7 @@ void Work::wait_on_host(std::chrono::milliseconds timeout) {
           timeout_message(timeout, abort_on_timeout ? "; communicator aborted" : ""));
       set_error(err);
       if (group) {
-        group->error_reported.store(true);  // raised right here
+        group->mark_raised();  // raised right here
       }
       if (comm_ && abort_on_timeout) {
         comm_->abort();

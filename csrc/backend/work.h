@@ -9,6 +9,7 @@
 #pragma once
 
 #include "backend/event_pool.h"
+#include "backend/group_info.h"
 #include "backend/op_timing.h"
 
 #include <ATen/cuda/CUDAEvent.h>
@@ -28,14 +29,6 @@ class Communicator;
 namespace fast {
 class Progress;
 }
-
-// What every op of a group shares with it.
-struct GroupInfo {
-  std::string label;  // "name (rank r of n)", for error reports
-  // Set once an error has been raised to the program: the backend raises an
-  // unreported one at shutdown (destroy_process_group).
-  std::atomic<bool> error_reported{false};
-};
 
 class Work : public c10d::Work {
  public:

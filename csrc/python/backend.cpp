@@ -43,7 +43,16 @@ void bind_backend(py::module_& m) {
                      "Operations each rank keeps for the desync report on a timeout "
                      "(default 256; 0 = none)")
       .def_readwrite("desync_report_wait", &GroupOptions::desync_report_wait,
-                     "How long a timed-out rank waits for the other ranks' state (default 5 s)")
+                     "How long a timed-out rank waits for the other ranks' state (default 2.5 s)")
+      .def_readwrite("call_check_interval", &GroupOptions::call_check_interval,
+                     "How often each rank compares its collectives (op, dtype, sizes) with its "
+                     "ring neighbour's through the store; a difference is a desync error "
+                     "(default 1 s; 0 = never)")
+      .def_readwrite("unraised_error_grace", &GroupOptions::unraised_error_grace,
+                     "error_handling 0 and 2: an error that no call, Work.wait() or "
+                     "destroy_process_group() raised within this long ends the process, since "
+                     "a thread waiting on the GPU behind the failed collective cannot see it "
+                     "(default 2 s; 0 = never)")
       .def_readwrite("heartbeat_timeout", &GroupOptions::heartbeat_timeout,
                      "A watchdog that makes no progress for this long ends the process "
                      "(default 480 s; 0 = off)")
@@ -266,6 +275,19 @@ void bind_backend(py::module_& m) {
       py::arg("rank"), py::arg("mine"), py::arg("answers"), py::arg("at") = 0,
       "Tests: the desync report for this rank's ops against the peers' answers "
       "(None: no answer).");
+  m.def(
+      "_call_check_compare",
+      [](int rank, const std::string& mine, int peer, const std::string& theirs) {
+        uint64_t count = 0, hash = 0;
+        std::vector<OpSummary> a, b;
+        if (!CallCheck::decode(mine, count, hash, a) || !CallCheck::decode(theirs, count, hash, b)) {
+          throw py::value_error("not a call list (\"count hash\" first)");
+        }
+        return CallCheck::compare(rank, a, peer, b);
+      },
+      py::arg("rank"), py::arg("mine"), py::arg("peer"), py::arg("theirs"),
+      "Tests: the call check's comparison of two ranks' call lists (its store format); "
+      "\"\" where they agree.");
 }
 
 } // namespace nccl_core::python

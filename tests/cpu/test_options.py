@@ -81,6 +81,21 @@ def test_bad_watchdog_period_names_the_variable(text):
         env_settings({"NCCL_CORE_WATCHDOG_MS": text})
 
 
+def test_unraised_error_grace():
+    assert env_settings({"NCCL_CORE_UNRAISED_ERROR_GRACE_MS": "0"}) == {
+        "unraised_error_grace": timedelta(0)
+    }
+    assert env_settings({"NCCL_CORE_UNRAISED_ERROR_GRACE_MS": "3500"}) == {
+        "unraised_error_grace": timedelta(milliseconds=3500)
+    }
+
+
+@pytest.mark.parametrize("text", ["-1", "soon", "1.5"])
+def test_bad_unraised_error_grace_names_the_variable(text):
+    with pytest.raises(ValueError, match="NCCL_CORE_UNRAISED_ERROR_GRACE_MS"):
+        env_settings({"NCCL_CORE_UNRAISED_ERROR_GRACE_MS": text})
+
+
 def test_reads_process_environment_by_default(monkeypatch):
     for name in ("NCCL_CORE_BLOCKING_WAIT", "NCCL_CORE_HIGH_PRIORITY", "TORCH_NCCL_HIGH_PRIORITY"):
         monkeypatch.delenv(name, raising=False)
@@ -259,8 +274,11 @@ def test_error_handling_option_and_its_older_spelling():
     assert o.error_handling == 2
     o.abort_on_error = False
     assert o.error_handling == 0
-    o.error_handling = 1
+    o.error_handling = 2
     assert o.abort_on_error is True
+    # 1 ends the process without aborting first (error_policy.h).
+    o.error_handling = 1
+    assert o.abort_on_error is False
     with pytest.raises(ValueError, match="error_handling must be 0-3"):
         o.error_handling = 4
 

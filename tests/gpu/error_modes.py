@@ -9,8 +9,9 @@ The group's timeout is 3 s.  Scenarios:
   ``--async`` the collective runs on the backend's stream (NCCL's path).
   The script then calls the group again every 0.5 s for 20 s and prints
   ``RAISED <message>`` when a call raises, ``NO ERROR`` if none did.
-- ``unreported``: as ``stuck`` but the program never calls the group
-  again; ``destroy_process_group()`` must raise, prints ``RAISED``.
+- ``unreported``: as ``stuck`` but the program sleeps ``--sleep S``
+  seconds, then calls ``destroy_process_group()``: within the unraised-error
+  grace it must raise (prints ``RAISED``); past it the process has ended.
 - ``skip_last``: 2+ ranks, 200 all_reduces of 4 MiB; the last rank skips the
   last one and finishes; the others must not exit 0.
 - ``different_op``: 2+ ranks; rank 1 calls all_gather where the others
@@ -18,6 +19,19 @@ The group's timeout is 3 s.  Scenarios:
 - ``mismatch_fast``: 2+ ranks; rank 0 all_reduces 1024 floats, the others
   2048 (both on the fast path): the kernels' signatures differ, so the
   call moves no data and the report names both sizes.
+- ``skip``: 2+ ranks, the issue-36 shape: 60 small all_reduces (1,019
+  floats) checked at a synchronize every 10 calls and at the end; the last
+  rank skips the 31st, so rank 0's last one has no partner.  ``--peer
+  alive`` keeps the last rank alive 20 s, ``--peer exited`` ends it at once.
+  Rank 0 prints ``FAULT at`` before its unmatched call, then ``SYNCED`` if
+  its final synchronize returned (silent: the call never completed),
+  ``RAISED`` if the program got an error; it must never print ``SYNCED``.
+- ``mismatch_size``: 2+ ranks; rank 1 all_reduces 2 MiB where the others
+  reduce 1 MiB (NCCL's path): NCCL may complete it or hang; either way the
+  error names both sizes (the call check or the desync report).
+- ``abort_nccl``: 2 ranks; rank 0's NCCL-path all_reduce has no partner
+  (rank 1 never calls it); another thread aborts the group after 1 s; the
+  next call must raise at once and the GPU must drain.
 - ``sigkill``: 2+ ranks in a loop of all_reduces; the last rank SIGKILLs
   itself at step 50; the others must end (error or torn down) within
   timeout + 5 s.
@@ -45,6 +59,7 @@ import torch.distributed as dist  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 import nccl_core_backend as nc  # noqa: E402,F401
+from nccl_core_backend import simhosts  # noqa: E402
 
 TIMEOUT_S = 3
 
@@ -67,11 +82,38 @@ def call_until_raised(x: torch.Tensor, seconds: float) -> None:
     print("NO ERROR", flush=True)
 
 
+def skip(rank: int, world: int, device: torch.device, peer: str) -> int:
+    want = float(sum(range(1, world + 1)))
+    outs = []
+    try:
+        for i in range(60):
+            if rank == world - 1 and i == 30:
+                continue
+            if rank == 0 and i == 59:
+                print(f"FAULT at {time.time():.3f}", flush=True)
+            y = torch.full((1019,), float(rank + 1), device=device)
+            dist.all_reduce(y)
+            outs.append(y)
+            if (i + 1) % 10 == 0:
+                torch.cuda.synchronize()
+        torch.cuda.synchronize()
+        wrong = sum(int((y != want).sum()) for y in outs)
+        print(f"SYNCED rank {rank} at {time.time():.3f}: {wrong} wrong elements", flush=True)
+    except Exception as e:  # noqa: BLE001 - printed for the test to check
+        print(f"RAISED rank {rank} at {time.time():.3f} {type(e).__name__}: {e}", flush=True)
+        return 1
+    if rank == world - 1:
+        if peer == "exited":
+            os._exit(0)
+        time.sleep(20)
+    return 0
+
+
 def main() -> int:
     scenario = sys.argv[1]
     use_async = "--async" in sys.argv
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
+    device = simhosts.local_device()
     torch.cuda.set_device(device)
     dist.init_process_group("nccl_core", device_id=device,
                             timeout=datetime.timedelta(seconds=TIMEOUT_S))
@@ -85,7 +127,9 @@ def main() -> int:
         if scenario == "stuck":
             call_until_raised(x, 20)
             os._exit(0)
-        time.sleep(TIMEOUT_S + 4)  # the watchdog finds the timeout meanwhile
+        # The watchdog finds the timeout meanwhile (--sleep: seconds).
+        time.sleep(float(sys.argv[sys.argv.index("--sleep") + 1]) if "--sleep" in sys.argv
+                   else TIMEOUT_S + 1)
         del work
         try:
             dist.destroy_process_group()
@@ -104,6 +148,8 @@ def main() -> int:
         dist.destroy_process_group()
         print(f"FINISHED rank {rank}", flush=True)
         return 0
+    if scenario == "skip":
+        return skip(rank, world, device, sys.argv[sys.argv.index("--peer") + 1])
     if scenario == "different_op":
         y = torch.ones(8, device=device, dtype=torch.int64)
         if rank == 1:
@@ -122,6 +168,31 @@ def main() -> int:
         time.sleep(15)  # the watchdog finds the record meanwhile
         print(f"FINISHED rank {rank}", flush=True)
         return 0
+    if scenario == "mismatch_size":
+        y = torch.ones((1 << 19) if rank == 1 else (1 << 18), device=device)
+        dist.all_reduce(y)
+        torch.cuda.synchronize()
+        time.sleep(15)  # the watchdog finds the desync meanwhile
+        print(f"FINISHED rank {rank}", flush=True)
+        return 0
+    if scenario == "abort_nccl":
+        import threading
+        if rank != 0:
+            time.sleep(8)
+            os._exit(0)
+        pg = dist.distributed_c10d._get_default_group()._get_backend(device)
+        y = torch.ones(1 << 20, device=device)
+        dist.all_reduce(y)  # no partner: waits on the GPU
+        t0 = time.time()
+        threading.Timer(1.0, pg.abort).start()
+        time.sleep(1.5)
+        try:
+            dist.all_reduce(y)
+        except Exception as e:  # noqa: BLE001
+            print(f"RAISED after {time.time() - t0:.1f}s {type(e).__name__}: {e}", flush=True)
+        torch.cuda.synchronize()  # the abort ended the kernel
+        print(f"DRAINED after {time.time() - t0:.1f}s", flush=True)
+        os._exit(0)
     if scenario == "sigkill":
         y = torch.ones(1 << 20, device=device)
         for i in range(100000):

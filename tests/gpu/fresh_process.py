@@ -30,6 +30,7 @@ import torch.distributed as dist  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 import nccl_core_backend as nc  # noqa: E402
+from nccl_core_backend import simhosts  # noqa: E402
 
 
 def detail(rank: int, world: int, device: torch.device) -> None:
@@ -84,6 +85,7 @@ def timeout(rank: int, world: int, device: torch.device) -> None:
         else:
             raise AssertionError("the lone all_reduce did not time out")
     dist.barrier(group=ctrl)
+    print(f"OK timeout rank {rank}", flush=True)
     os._exit(0)  # the aborted communicator is not torn down collectively
 
 
@@ -109,7 +111,7 @@ def profiling(rank: int, world: int, device: torch.device) -> None:
 def main() -> int:
     scenario = sys.argv[1]
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
+    device = simhosts.local_device()
     scenarios = {"detail": detail, "batch_self": batch_self, "timeout": timeout,
                  "profiling": profiling}
     scenarios[scenario](rank, world, device)

@@ -29,10 +29,11 @@ import time
 import traceback
 
 os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
-# The cases provoke timeouts and go on in the same process: abort the
-# communicator and raise (2) instead of ending the process (the default, 3,
-# has cases of its own in test_error_modes.py).
-os.environ.setdefault("TORCH_NCCL_ASYNC_ERROR_HANDLING", "2")
+# The cases provoke timeouts and go on in the same process: raise, aborting
+# the communicator (2), instead of ending the process (1 and 3 have cases of
+# their own in test_error_modes.py).  Set, not defaulted: torchrun sets 1
+# for its workers where the variable is unset.
+os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = os.environ.get("NCCL_CORE_HARNESS_ERROR_HANDLING", "2")
 
 import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
@@ -72,9 +73,10 @@ def main() -> int:
 
     rank = int(os.environ["RANK"])
     world = int(os.environ["WORLD_SIZE"])
-    local = int(os.environ.get("LOCAL_RANK", rank))
-    torch.cuda.set_device(local)
-    device = torch.device("cuda", local)
+    from nccl_core_backend import simhosts
+
+    device = simhosts.local_device()  # round robin as simulated hosts where GPUs are few
+    torch.cuda.set_device(device)
     if args.lazy:
         dist.init_process_group("cpu:gloo,cuda:nccl_core")
     else:
@@ -113,6 +115,10 @@ def main() -> int:
                 raise Skip(f"runs at world size <= {meta['max_world']} only")
             if meta["mode"] and meta["mode"] != mode:
                 raise Skip(f"runs in {meta['mode']} launches only")
+            # NCCL_CORE_GPU_NVLINK_ANYWAY=1 runs them there too (to see why not).
+            if (meta["nvlink"] and world > 1 and simhosts.nvlink_peers_missing()
+                    and os.environ.get("NCCL_CORE_GPU_NVLINK_ANYWAY") != "1"):
+                raise Skip(simhosts.nvlink_peers_missing())
             common.FAILURES.clear()
             fn(ctx)
             torch.cuda.synchronize()

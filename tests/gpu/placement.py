@@ -4,7 +4,8 @@ device and stream are, results read back at once.
     torchrun --nproc-per-node=N tests/gpu/placement.py --init {eager,lazy} \
         --current {own,none,other} [--iters 200] [--out FILE]
 
-Each rank's tensors live on ``cuda:LOCAL_RANK``.  ``--current`` sets the
+Each rank's tensors live on its GPU (``simhosts.local_device()``:
+``cuda:LOCAL_RANK``, round robin where the GPUs are fewer than the ranks).  ``--current`` sets the
 process's current device: ``own`` (``set_device(local rank)``), ``none`` (no
 ``set_device``: device 0 on every rank, the ``model.to(rank)`` pattern) or
 ``other`` (the next rank's GPU).  ``--init eager`` passes ``device_id``,
@@ -216,9 +217,11 @@ def main() -> int:
     import nccl_core_backend  # noqa: F401  - registers nccl_core
 
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    local = int(os.environ.get("LOCAL_RANK", rank))
+    from nccl_core_backend import simhosts
+
     gpus = torch.cuda.device_count()
-    device = torch.device("cuda", local)
+    device = simhosts.local_device()
+    local = device.index
     current = {"own": local, "none": None, "other": (local + 1) % gpus}[args.current]
     if current is not None:
         torch.cuda.set_device(current)

@@ -14,14 +14,17 @@ class Skip(Exception):
 
 
 def case(name: str | None = None, *, min_world: int = 2, max_world: int | None = None,
-         mode: str | None = None, timeout: float | None = None):
+         mode: str | None = None, timeout: float | None = None, nvlink: bool = False):
     """Registers a case; ``mode`` limits it to "eager" or "lazy" launches,
     ``max_world`` to small launches (for long runs that gain nothing from more
-    ranks); ``timeout`` overrides NCCL_CORE_CASE_TIMEOUT."""
+    ranks); ``timeout`` overrides NCCL_CORE_CASE_TIMEOUT; ``nvlink`` marks a
+    case that needs its ranks on NVLink peers (nccl_core's own kernels, LSA
+    windows): skipped, with the reason, on simulated hosts."""
 
     def wrap(fn):
         CASES.append((name or fn.__name__, fn, {"min_world": min_world, "max_world": max_world,
-                                                 "mode": mode, "timeout": timeout}))
+                                                 "mode": mode, "timeout": timeout,
+                                                 "nvlink": nvlink}))
         return fn
 
     return wrap

@@ -47,7 +47,7 @@ import torch.distributed._symmetric_memory as symm_mem  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 import nccl_core_backend as nc  # noqa: E402,F401  - registers the backend
-from nccl_core_backend import _symm_publish  # noqa: E402
+from nccl_core_backend import _symm_publish, simhosts  # noqa: E402
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float64, torch.int64, torch.uint8]
 
@@ -135,7 +135,7 @@ def exercise(group, backend: str, rank: int, world: int, device: torch.device, s
 def main() -> int:
     backend = sys.argv[1]
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", rank)))
+    device = simhosts.local_device()
     reason = skip_reason(backend)
     if reason is None:
         torch.cuda.set_device(device)

@@ -5,47 +5,42 @@ in silence, for each value of TORCH_NCCL_ASYNC_ERROR_HANDLING."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import time
 
 import pytest
-import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.gpu import launch as launch_
+
 pytestmark = pytest.mark.gpu
-_port = [29800]
 TIMEOUT_S = 3
 TIMEOUT_MARK = "caught collective operation timeout"
 
 
 def launch(scenario, world, mode, *extra, env_extra=None):
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if gpus == 0:
-        pytest.skip("no CUDA GPU visible; runs on a GPU host (bash scripts/gpu-test.sh)")
-    if gpus < world:
-        pytest.skip(f"needs {world} GPUs, {gpus} visible")
-    _port[0] += 1
-    env = dict(os.environ, NCCL_NVLS_ENABLE="0", PYTHONUNBUFFERED="1",
-               TORCH_NCCL_ASYNC_ERROR_HANDLING=str(mode), **(env_extra or {}))
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={world}",
-           "--master-port", str(_port[0]), os.path.join(ROOT, "tests", "gpu", "error_modes.py"),
-           scenario, *extra]
-    t0 = time.time()
+    """Runs error_modes.py `scenario` at `world` ranks with
+    TORCH_NCCL_ASYNC_ERROR_HANDLING=`mode` (None: unset, torch's default)."""
+    launch_.require(world)
+    env = dict(env_extra or {})
+    if mode is not None:
+        env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = str(mode)
+    saved = os.environ.pop("TORCH_NCCL_ASYNC_ERROR_HANDLING", None) if mode is None else None
     try:
-        p = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"{scenario} hung:\n{(e.stdout or '')[-3000:]}\n{(e.stderr or '')[-3000:]}")
+        job = launch_.torchrun(["tests/gpu/error_modes.py", scenario, *extra], world, env=env,
+                               timeout=120, name=f"error_modes_{scenario}_{'_'.join(extra)}_{mode}")
+    finally:
+        if saved is not None:
+            os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = saved
     end = time.time()
     # Seconds from the fault's set-up (READY) to the end of the job, for
     # docs/reliability.md: NCCL_CORE_TIMINGS names a file to append them to.
-    ready = [float(line.split(" at ")[1]) for line in p.stdout.splitlines()
+    ready = [float(line.split(" at ")[1]) for line in job.stdout.splitlines()
              if line.startswith("READY rank") and " at " in line]
     if ready and os.environ.get("NCCL_CORE_TIMINGS"):
         with open(os.environ["NCCL_CORE_TIMINGS"], "a") as f:
-            f.write(f"{scenario} {' '.join(extra)} mode={mode} world={world} rc={p.returncode} "
-                    f"ready_to_end={end - max(ready):.1f}s\n")
-    return p, end - t0, p.stdout + p.stderr
+            f.write(f"{scenario} {' '.join(extra)} mode={mode} world={world} rc={job.returncode} "
+                    f"ready_to_end={end - max(ready):.1f}s transport="
+                    f"{'sockets (simulated hosts)' if launch_.simulated(world) else 'NVLink/P2P'}\n")
+    return job, job.seconds, job.log
 
 
 @pytest.mark.parametrize("mode", [1, 3])
@@ -57,7 +52,8 @@ def test_timeout_ends_the_process_with_the_report(mode):
                  "ending the process"):
         assert part in log, (part, log[-4000:])
     if mode == 1:
-        assert "communicator aborted" in log, log[-4000:]
+        # No abort before the end: it would release the stuck kernel first.
+        assert "releases the communicator" in log and "communicator aborted" not in log, log[-4000:]
     assert seconds < 60, seconds
 
 
@@ -73,8 +69,18 @@ def test_timeout_raises_in_the_program(mode, kept, use_async):
 
 @pytest.mark.parametrize("mode", [0, 2])
 def test_unreported_error_raises_at_destroy(mode):
-    p, _, log = launch("unreported", 1, mode)
+    # destroy_process_group() 1 s after the timeout: inside the grace.
+    p, _, log = launch("unreported", 1, mode, "--sleep", str(TIMEOUT_S + 1))
     assert "RAISED DistBackendError" in p.stdout and "never raised" in p.stdout, log[-4000:]
+
+
+@pytest.mark.parametrize("mode", [0, 2])
+def test_unraised_error_ends_the_process(mode):
+    # No program thread touches the group for 6 s after the timeout: the
+    # error reaches nobody, so the process ends with the report.
+    p, _, log = launch("unreported", 1, mode, "--sleep", str(TIMEOUT_S + 6))
+    assert p.returncode != 0 and "NO ERROR" not in p.stdout and "RAISED" not in p.stdout, log[-4000:]
+    assert TIMEOUT_MARK in log and "reached no program thread" in log, log[-4000:]
 
 
 def test_stuck_watchdog_ends_the_process():
@@ -93,6 +99,7 @@ def test_skipped_last_collective_never_passes(mode):
 
 
 def test_mismatched_fast_path_calls_are_named():
+    launch_.require_nvlink(2)
     p, _, log = launch("mismatch_fast", 2, 3)
     assert p.returncode != 0, log[-4000:]
     assert "desync found by the fast path" in log, log[-4000:]
@@ -115,7 +122,52 @@ def test_abort_from_another_thread_during_a_fast_path_kernel():
     assert "DRAINED after" in p.stdout, log[-4000:]
 
 
+def test_different_sizes_on_nccls_path_are_named():
+    p, seconds, log = launch("mismatch_size", 2, 3)
+    assert p.returncode != 0 and "FINISHED rank 0" not in p.stdout, log[-4000:]
+    assert "passed different sizes or dtypes to ALLREDUCE" in log, log[-4000:]
+    assert "262144 elements in" in log and "524288 elements in" in log, log[-4000:]
+    assert seconds < 60, seconds
+
+
+def test_abort_from_another_thread_during_an_nccl_collective():
+    p, _, log = launch("abort_nccl", 2, 2)
+    assert p.returncode == 0, log[-4000:]
+    assert "RAISED after" in p.stdout and "aborted" in p.stdout, log[-4000:]
+    assert "DRAINED after" in p.stdout, log[-4000:]
+
+
 def test_different_collectives_are_named():
     p, _, log = launch("different_op", 2, 3)
     assert p.returncode != 0, log[-4000:]
     assert "called ALLGATHER where rank 0 called BROADCAST" in log, log[-4000:]
+
+
+def _stamp(log: str, mark: str) -> float | None:
+    for line in log.splitlines():
+        if line.startswith(mark) and " at " in line:
+            return float(line.split(" at ")[1].split()[0].rstrip(":"))
+    return None
+
+
+@pytest.mark.parametrize("peer", ["alive", "exited"])
+@pytest.mark.parametrize("mode", [None, 0, 1, 2, 3])
+def test_skipped_call_never_synchronizes_in_silence(mode, peer):
+    """Rank 0's last all_reduce has no partner (issue 36): its synchronize must
+    never return as if the call had completed, in any mode or unset; the
+    program gets a named error or the process is torn down within timeout +
+    5 s of the fault, and the log names the cause."""
+    job, _, log = launch("skip", 2, mode, "--peer", peer)
+    assert "SYNCED rank 0" not in job.stdout, log[-4000:]
+    assert job.returncode != 0, log[-4000:]
+    fault = _stamp(job.stdout, "FAULT at")
+    assert fault is not None, log[-4000:]
+    if peer == "alive":
+        assert TIMEOUT_MARK in log, log[-4000:]
+    else:
+        assert TIMEOUT_MARK in log or "NCCL async error" in log, log[-4000:]
+    raised = _stamp(job.stdout, "RAISED rank 0")
+    ended = _stamp(log, "[nccl_core] ending the process")
+    end = raised if raised is not None else ended
+    assert end is not None, f"neither raised nor torn down with the report:\n{log[-4000:]}"
+    assert end - fault <= TIMEOUT_S + 5, (end - fault, log[-4000:])

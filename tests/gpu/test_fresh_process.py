@@ -4,37 +4,20 @@ self without set_device, and the wording of a timeout."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-
 import pytest
-import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.gpu import launch
+
 pytestmark = pytest.mark.gpu
-_port = [29760]
 
 
 @pytest.mark.parametrize("scenario", ["detail", "batch_self", "timeout", "profiling"])
 def test_fresh_process(scenario):
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if gpus == 0:
-        pytest.skip("no CUDA GPU visible; runs on a GPU host (bash scripts/gpu-test.sh)")
-    world = 1 if scenario == "profiling" and gpus == 1 else 2
-    if gpus < world:
-        pytest.skip(f"needs {world} GPUs, {gpus} visible")
-    _port[0] += 1
-    env = dict(os.environ, NCCL_NVLS_ENABLE="0", PYTHONUNBUFFERED="1")
-    if scenario == "detail":
-        env["TORCH_DISTRIBUTED_DEBUG"] = "DETAIL"
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={world}",
-           "--master-port", str(_port[0]),
-           os.path.join(ROOT, "tests", "gpu", "fresh_process.py"), scenario]
-    try:
-        proc = subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, text=True, timeout=120)
-    except subprocess.TimeoutExpired as e:
-        pytest.fail(f"{scenario} hung (> 120 s):\n{(e.stdout or '')[-3000:]}")
-    log = (proc.stdout + proc.stderr)[-6000:]
-    assert proc.returncode == 0, log
-    assert proc.stdout.count(f"OK {scenario}") == world, log
+    world = 1 if scenario == "profiling" and launch.gpus() == 1 else 2
+    launch.require(world)
+    env = {"TORCH_DISTRIBUTED_DEBUG": "DETAIL"} if scenario == "detail" else {}
+    job = launch.torchrun(["tests/gpu/fresh_process.py", scenario], world, env=env, timeout=120,
+                          name=f"fresh_process_{scenario}")
+    log = job.log[-6000:]
+    assert job.returncode == 0, log
+    assert job.stdout.count(f"OK {scenario}") == world, log

@@ -14,9 +14,8 @@ import sys
 import tempfile
 
 import pytest
-import torch
 
-from tests.gpu import cases  # noqa: F401  - registers the cases
+from tests.gpu import cases, launch  # noqa: F401  - registers the cases
 from tests.gpu.registry import CASES
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -28,17 +27,12 @@ SKIP = {c for c in os.environ.get("NCCL_CORE_GPU_SKIP", "").split(",") if c}
 _results: dict[str, dict] = {}
 
 
-def _gpus() -> int:
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
 def _launch(config: str) -> dict:
     world, mode = config.split(":")
     out = tempfile.mkdtemp(prefix=f"nccl_core_gpu_{world}_{mode}_")
-    env = dict(os.environ, NCCL_NVLS_ENABLE="0", PYTHONUNBUFFERED="1")
-    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env = launch.env_for()
     cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={world}",
-           "--master-port", str(29500 + int(world) * 10 + (mode == "lazy")),
+           "--master-port", str(launch.free_port()),
            os.path.join(ROOT, "tests", "gpu", "harness.py"), "--out", out]
     if mode == "lazy":
         cmd.append("--lazy")
@@ -70,10 +64,7 @@ def _launch(config: str) -> dict:
 @pytest.mark.parametrize("name", [c[0] for c in CASES if not ONLY or c[0] in ONLY])
 def test_gpu_case(config, name):
     world = int(config.split(":")[0])
-    if _gpus() == 0:
-        pytest.skip("no CUDA GPU visible; the GPU suite runs on a GPU host (bash scripts/gpu-test.sh)")
-    if _gpus() < world:
-        pytest.skip(f"needs {world} GPUs, {_gpus()} visible")
+    launch.require(world, "the GPU suite runs")
     if name in SKIP:
         pytest.skip("left out by NCCL_CORE_GPU_SKIP")
     if config not in _results:

@@ -32,7 +32,7 @@ class _CAIOnly:
         self.__cuda_array_interface__ = t.__cuda_array_interface__
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def bad_input_offsets_that_wrap(ctx):
     """peer_window_offset * element size wrapped before the bounds check
     (1 << 62 floats = 2**64 bytes = offset 0): the put landed at the start of
@@ -64,7 +64,7 @@ def bad_input_offsets_that_wrap(ctx):
     sanity(ctx)
 
 
-@case()
+@case(nvlink=True)
 def bad_input_peer_window_smaller(ctx):
     """Only this rank's window size was checked: a put into a smaller peer
     window stored past its end.  Every rank's size is now exchanged at

@@ -186,6 +186,19 @@ def sanity(ctx, group=None):
         fail(f"sanity all_reduce: got {t.tolist()} expected {exp} (n={n})")
 
 
+def skip_without_window(ctx) -> None:
+    """Raises Skip where NCCL registered no window because the ranks are
+    simulated hosts (socket transport: NCCL >= 2.30 answers no window,
+    2.28 refuses); otherwise returns and the caller fails."""
+    import nccl_core_backend as nc
+    from nccl_core_backend import simhosts
+    from tests.gpu.registry import Skip
+
+    why = simhosts.nvlink_peers_missing()
+    if ctx.world > 1 and why:
+        raise Skip(f"NCCL {'.'.join(map(str, nc.nccl_version()))} registers no window here: {why}")
+
+
 def window(comm, ctx, n, dtype=torch.float32, skip_if_missing=False):
     """An NCCL-memory buffer of `n` elements filled with -7, registered as a
     window on `comm`.  NCCL may answer no window: Skip, or a failure where an
@@ -198,6 +211,7 @@ def window(comm, ctx, n, dtype=torch.float32, skip_if_missing=False):
     torch.cuda.synchronize()
     win = comm.register_window(buf)
     if win is None:
+        skip_without_window(ctx)
         if skip_if_missing:
             raise Skip("register_window returned None here")
         raise AssertionError("register_window returned None on an NVLink machine")

@@ -20,7 +20,7 @@ DEVICE_OPS = {"SUM": nc.SUM, "PRODUCT": nc.PROD, "MIN": nc.MIN, "MAX": nc.MAX, "
 FLOAT_TYPES = {torch.float32, torch.float64, torch.float16, torch.bfloat16}
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def dev_comm_lifecycle(ctx):
     comm = nc.get_communicator()
     before = comm._resource_count()
@@ -62,7 +62,7 @@ def dev_comm_lifecycle(ctx):
     sanity(ctx)
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def dev_comm_requirements_checked(ctx):
     comm = nc.get_communicator()
     expect_raises(nc.NcclInvalid, lambda: nc.NCCLDevCommRequirements(lsa_barrier_count=-1),
@@ -86,7 +86,7 @@ def dev_comm_requirements_checked(ctx):
     sanity(ctx)
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def gin_type_queries(ctx):
     comm = nc.get_communicator()
     if nc.nccl_version() < (2, 29, 2):
@@ -114,7 +114,7 @@ def _setup(n_bytes: int, barriers: int = 32):
     return comm, dev, buf, win
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def device_all_reduce_every_dtype_and_op(ctx):
     w, d = ctx.world, ctx.device
     comm, dev, buf, win = _setup(1 << 22)
@@ -147,7 +147,7 @@ def device_all_reduce_every_dtype_and_op(ctx):
     sanity(ctx)
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def device_all_gather(ctx):
     w, d = ctx.world, ctx.device
     comm, dev, buf, win = _setup(1 << 22)
@@ -168,7 +168,7 @@ def device_all_gather(ctx):
     sanity(ctx)
 
 
-@case()
+@case(nvlink=True)
 def device_collectives_bad_input(ctx):
     d = ctx.device
     comm, dev, buf, win = _setup(1 << 16)

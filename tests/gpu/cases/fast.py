@@ -58,7 +58,7 @@ def _expect_taken(ctx, g, n: int, what: str) -> None:
         fail(f"{what}: {got} calls took the fast path, expected {n}")
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def fast_path_reductions_match_reference(ctx):
     w, r = ctx.world, ctx.rank
     g = _group(ctx)
@@ -91,7 +91,7 @@ def fast_path_reductions_match_reference(ctx):
     sanity(ctx)
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def fast_path_large_all_reduce_two_shot(ctx):
     """From 1 MiB over more than two ranks all_reduce takes two shots (each
     rank reduces one chunk): chunk edges must agree between ranks whatever
@@ -117,7 +117,7 @@ def fast_path_large_all_reduce_two_shot(ctx):
     sanity(ctx)
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def fast_path_copies_match_reference(ctx):
     w, r = ctx.world, ctx.rank
     g = _group(ctx)
@@ -153,7 +153,7 @@ def fast_path_copies_match_reference(ctx):
     sanity(ctx)
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def fast_path_back_to_back_and_graphs(ctx):
     """Many calls with no host sync in between (the two scratch halves take
     turns), mixed with NCCL-path calls; then CUDA graphs: a first call under
@@ -237,7 +237,7 @@ def _group_for_a_missing_rank(ctx):
     return g, t
 
 
-@case()
+@case(nvlink=True)
 def fast_path_missing_rank_aborts_cleanly(ctx):
     """Rank 0's fast all_reduce waits for peers that never come: the watchdog
     times it out, the abort flag ends the kernel, and the GPU is free again."""
@@ -260,7 +260,7 @@ def fast_path_missing_rank_aborts_cleanly(ctx):
     sanity(ctx)
 
 
-@case()
+@case(nvlink=True)
 def fast_path_missing_rank_plain_call_times_out(ctx):
     """A plain call on the fast path reports its own completion (no end event,
     no work for the watchdog): the watchdog's progress check must still time
@@ -284,7 +284,7 @@ def fast_path_missing_rank_plain_call_times_out(ctx):
     sanity(ctx)
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def fast_path_plain_call_work_without_end_event(ctx):
     """The Work of a plain fast-path call (ProcessGroup.allreduce with
     asyncOp=False) has no end event: is_completed, wait from another stream,
@@ -324,7 +324,7 @@ def fast_path_plain_call_work_without_end_event(ctx):
     dist.destroy_process_group(g)
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def fast_path_on_by_default_and_ordered_across_streams(ctx):
     """A group created with no options takes the fast path up to 256 KiB (or
     NCCL_CORE_FAST_PATH_MAX_BYTES).  A plain `dist.all_reduce` runs on the

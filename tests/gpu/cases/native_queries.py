@@ -73,7 +73,7 @@ def _world_of(ctx, win, lsa_rank):
     return ctx.rank + (lsa_rank - win.lsa_rank)
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def window_pointers_address_peer_data(ctx):
     """The pointers a window reports (NCCL's host queries on 2.29.2+, the
     device descriptor on 2.28) address each peer's data, byte for byte; the
@@ -118,7 +118,7 @@ def window_pointers_address_peer_data(ctx):
     sanity(ctx)
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def native_host_pointer_queries(ctx):
     """ncclGetLsaDevicePointer / ncclGetPeerDevicePointer / ncclWinGetUserPtr
     (2.29.2) give the same pointers as the device descriptor, for every peer
@@ -174,7 +174,7 @@ def _free(ctx):
     return torch.cuda.mem_get_info(ctx.device)[0]
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def native_mem_stat_meaning(ctx):
     """get_mem_stat (2.29.7) counts the communicator's own device memory: its
     values add up, what NCCL allocates for a first collective is real device
@@ -264,7 +264,7 @@ def _query_with_ctypes(comm):
     return p
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def native_comm_properties(ctx):
     """gin_type, railed_gin_type and the rest of ncclCommQueryProperties as
     nccl_core reads them, against the same query made independently (ctypes);

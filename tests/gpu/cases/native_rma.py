@@ -80,7 +80,7 @@ def exchange_round(ctx, comm, dst, dst_win, src, n, dtype, off, salt, image):
     compare_bytes(dst, image, f"round salt={salt} {dtype} n={n} off={off}")
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def native_route_option(ctx):
     """rma_route and NCCL_CORE_RMA_ROUTE: refused with the release needed before
     2.29.2; on 2.29.2+ the route is agreed at the first register_window, every
@@ -162,7 +162,7 @@ def native_route_option(ctx):
     sanity(ctx)
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def native_put_signal_exchange(ctx):
     """put_signal / signal / wait_signal through NCCL to every NVLink peer and to
     itself, on fresh random data of several dtypes, sizes and offsets."""
@@ -216,7 +216,7 @@ def native_put_signal_exchange(ctx):
     sanity(ctx)
 
 
-@case(min_world=2)
+@case(nvlink=True, min_world=2)
 def native_route_some_ranks_only(ctx):
     """NCCL sets up its one-sided state collectively at a rank's first
     one-sided call; nccl_core does it at the agreement instead, so one rank
@@ -248,7 +248,7 @@ def native_route_some_ranks_only(ctx):
     sanity(ctx)
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def native_route_switch_keeps_signals_consistent(ctx):
     """native, then auto (our signal area), then native again on one
     communicator: each side's counters stay in step across the switches."""
@@ -310,7 +310,7 @@ def ordered_sequence(ctx, comm, g, route, flags, k=48, n0=4096, step=61):
     dist.barrier(group=g)
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def native_strict_ordering_puts(ctx):
     """WindowFlag.STRICT_ORDERING windows (NCCL 2.29.7) under a put_signal
     sequence whose result depends on order, on both routes."""

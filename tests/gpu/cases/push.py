@@ -62,7 +62,7 @@ def _reduce(ctx, g, t, op, salt, what, **kw):
     check(t, reduce_ref(inputs, op, t.dtype), t.dtype, op, ctx.world, what)
 
 
-@case()
+@case(nvlink=True)
 def push_all_reduce_matches_reference(ctx):
     g = _group(ctx)
     expect = _Expect(ctx, g)
@@ -108,7 +108,7 @@ def push_all_reduce_matches_reference(ctx):
     dist.destroy_process_group(g)
 
 
-@case()
+@case(nvlink=True)
 def push_all_reduce_back_to_back_streams_and_graphs(ctx):
     g = _group(ctx, push_max=16 << 20)
     expect = _Expect(ctx, g)
@@ -187,7 +187,7 @@ def push_all_reduce_back_to_back_streams_and_graphs(ctx):
     dist.destroy_process_group(g)
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def push_all_reduce_off(ctx):
     g = _group(ctx, push_max=0)
     t = nc.torch.empty(BYTES // 4, device=ctx.device)

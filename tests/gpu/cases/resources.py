@@ -6,7 +6,8 @@ import torch
 import torch.distributed as dist
 
 import nccl_core_backend as nc
-from tests.gpu.cases.common import check, expect_raises, fail, make, reduce_ref, sanity
+from tests.gpu.cases.common import (check, expect_raises, fail, make, reduce_ref, sanity,
+                                    skip_without_window)
 from tests.gpu.registry import case
 
 PREMUL_TYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
@@ -66,7 +67,7 @@ def register_buffer_zero_copy(ctx):
     expect_raises(nc.NcclInvalid, lambda: comm.register_buffer(torch.ones(4)), "CUDA")
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def register_window_pointers(ctx):
     comm = nc.get_communicator()
     n = 4096
@@ -133,6 +134,7 @@ def symmetric_window_collectives(ctx):
         buf = nc.torch.empty(n, device=ctx.device)
         win = comm.register_window(buf, nc.WindowFlag.COLL_SYMMETRIC)
         if win is None:
+            skip_without_window(ctx)
             fail("symmetric window registration returned None")
             return
         for salt, dtype in enumerate((torch.float32, torch.bfloat16, torch.float16)):
@@ -202,6 +204,8 @@ def pre_mul_sum_every_float_type(ctx):
 def _with_resources(comm, ctx):
     buf = comm.register_buffer(torch.empty(256, device=ctx.device))
     win = comm.register_window(nc.torch.empty(4096, device=ctx.device))
+    if win is None:
+        skip_without_window(ctx)
     red = comm.create_pre_mul_sum(0.5, torch.float32)
     return [buf, win, red]
 
@@ -261,6 +265,7 @@ def strict_ordering_window_and_features(ctx):
     else:
         win = comm.register_window(buf, nc.WindowFlag.STRICT_ORDERING)
         if win is None:
+            skip_without_window(ctx)
             fail("STRICT_ORDERING window registration returned None")
         else:
             if win.flags != nc.WindowFlag.STRICT_ORDERING:

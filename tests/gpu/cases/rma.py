@@ -20,7 +20,7 @@ def _data(ctx, rank, n, dtype, salt):
     return torch.randint(-100, 100, (n,), generator=g).to(dtype)
 
 
-@case()
+@case(nvlink=True)
 def rma_ping_pong(ctx):
     comm = nc.get_communicator()
     w = ctx.world
@@ -50,7 +50,7 @@ def rma_ping_pong(ctx):
     win.close()
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def rma_fan_in(ctx):
     comm = nc.get_communicator()
     n = 4099
@@ -69,7 +69,7 @@ def rma_fan_in(ctx):
     win.close()
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def rma_ordering_of_many_puts(ctx):
     comm = nc.get_communicator()
     k, n = 300, 256
@@ -92,7 +92,7 @@ def rma_ordering_of_many_puts(ctx):
     win.close()
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def rma_stress_10000_ops(ctx):
     """10,000 puts per rank around the ring with credit-based flow control;
     the receiver checksums everything it got on the GPU."""
@@ -124,7 +124,7 @@ def rma_stress_10000_ops(ctx):
     win.close()
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def rma_interleaved_with_collectives(ctx):
     comm = nc.get_communicator()
     n = 1 << 14
@@ -150,7 +150,7 @@ def rma_interleaved_with_collectives(ctx):
     win.close()
 
 
-@case()
+@case(nvlink=True)
 def rma_bad_input(ctx):
     comm = nc.get_communicator()
     buf, win = _window(comm, ctx, 1024)
@@ -191,7 +191,7 @@ def rma_bad_input(ctx):
     sanity(ctx)
 
 
-@case()
+@case(nvlink=True)
 def rma_wait_for_a_signal_that_never_comes_ends_on_abort(ctx):
     """A wait_signal whose signal never arrives blocks its stream until the
     communicator is aborted; then the kernel ends and the GPU drains."""

@@ -59,7 +59,7 @@ def _reduce(ctx, g, t: torch.Tensor, op: str, salt: int, what: str) -> None:
     check(t, reduce_ref(inputs, op, t.dtype), t.dtype, op, ctx.world, what)
 
 
-@case()
+@case(nvlink=True)
 def symmetric_windows_for_nccl_memory(ctx):
     gc.collect()
     torch.cuda.synchronize()
@@ -151,7 +151,7 @@ def symmetric_windows_for_nccl_memory(ctx):
     del m, pool, p, big, c
 
 
-@case(min_world=1)
+@case(nvlink=True, min_world=1)
 def symmetric_windows_off(ctx):
     opts = nc.Options()
     opts.symmetric_max_bytes = 0

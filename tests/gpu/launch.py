@@ -1,0 +1,122 @@
+"""One way for the GPU tests to start torchrun jobs.
+
+``require(world)`` skips a test that cannot run here, with the reason; where
+the visible GPUs are fewer than the ranks, the ranks run as simulated hosts
+(``nccl_core_backend.simhosts``) unless ``NCCL_CORE_SIM_HOSTS=0``.
+``torchrun(...)`` starts the job on a free port with NVLink multicast off,
+bounded in time, and keeps its output under ``NCCL_CORE_GPU_LOG_DIR``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Every process these tests start keeps NVLink multicast off (shared hosts).
+NO_MULTICAST = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1",
+                "NVSHMEM_DISABLE_NVLS": "1"}
+
+
+def gpus() -> int:
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def simulated(world: int) -> bool:
+    """Whether a job of `world` ranks on this host runs as simulated hosts."""
+    switch = os.environ.get("NCCL_CORE_SIM_HOSTS", "")
+    return switch == "1" or (switch != "0" and 0 < gpus() < world)
+
+
+def require(world: int, what: str = "runs") -> None:
+    """Skips the calling test where `world` ranks cannot run here."""
+    n = gpus()
+    if n == 0:
+        pytest.skip(f"no CUDA GPU visible; {what} on a GPU host (bash scripts/gpu-test.sh)")
+    if n < world and os.environ.get("NCCL_CORE_SIM_HOSTS") == "0":
+        pytest.skip(f"needs {world} GPUs, {n} visible (NCCL_CORE_SIM_HOSTS=0 keeps the ranks "
+                    "from running as simulated hosts)")
+
+
+def require_nvlink(world: int) -> None:
+    """Skips a test that needs `world` ranks on NVLink peers."""
+    require(world)
+    if simulated(world):
+        pytest.skip(f"needs {world} NVLink peers ({gpus()} GPU visible): nccl_core's own kernels, "
+                    "LSA windows and one-sided puts over NVLink cannot run on simulated hosts")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def env_for(extra: dict | None = None) -> dict:
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **NO_MULTICAST)
+    env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra or {})
+    return env
+
+
+def save_log(name: str, text: str) -> None:
+    log_dir = os.environ.get("NCCL_CORE_GPU_LOG_DIR")
+    if log_dir:
+        os.makedirs(log_dir, exist_ok=True)
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "-", name)[:120]
+        with open(os.path.join(log_dir, f"{safe}.log"), "w") as f:
+            f.write(text)
+
+
+class Job:
+    """A finished torchrun job: exit code, output, and wall seconds."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str, seconds: float):
+        self.returncode, self.stdout, self.stderr, self.seconds = returncode, stdout, stderr, seconds
+
+    @property
+    def log(self) -> str:
+        return self.stdout + self.stderr
+
+
+def torchrun(args: list[str], world: int, *, env: dict | None = None, timeout: float = 300,
+             name: str = "", module: bool = False) -> Job:
+    """Runs `args` (a script path under the repo and its arguments, or a
+    module with `module=True`) under torchrun at `world` ranks; a job that
+    outlives `timeout` fails the test with its output."""
+    target = ["-m", *args] if module else [os.path.join(ROOT, args[0]), *args[1:]]
+    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={world}",
+           "--master-port", str(free_port()), *target]
+    t0 = time.time()
+    # A session of its own: a job that hangs is ended by its process group
+    # (torchrun and its workers), never by name.
+    p = subprocess.Popen(cmd, env=env_for(env), cwd=ROOT, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _end_group(p.pid)
+        out, err = p.communicate()
+        save_log(name or args[0], " ".join(cmd) + "\nHUNG\n" + out + err)
+        pytest.fail(f"{' '.join(args)} at {world} ranks hung (> {timeout} s):\n{out[-3000:]}\n{err[-3000:]}")
+    job = Job(p.returncode, out, err, time.time() - t0)
+    save_log(name or args[0], " ".join(cmd) + f"\nrc={p.returncode} seconds={job.seconds:.1f}\n"
+             + job.log)
+    return job
+
+
+def _end_group(pgid: int) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(pgid, sig)
+        except ProcessLookupError:
+            return
+        time.sleep(3)
