@@ -82,6 +82,25 @@ def call_until_raised(x: torch.Tensor, seconds: float) -> None:
     print("NO ERROR", flush=True)
 
 
+def abort_meanwhile(device: torch.device, x: torch.Tensor) -> None:
+    """The group's last call waits on the GPU: another thread aborts the group
+    after 1 s; the next call must raise at once and the GPU drain.  Ends the
+    process."""
+    import threading
+
+    pg = dist.distributed_c10d._get_default_group()._get_backend(device)
+    t0 = time.time()
+    threading.Timer(1.0, pg.abort).start()
+    time.sleep(1.5)
+    try:
+        dist.all_reduce(x)
+    except Exception as e:  # noqa: BLE001
+        print(f"RAISED after {time.time() - t0:.1f}s {type(e).__name__}: {e}", flush=True)
+    torch.cuda.synchronize()
+    print(f"DRAINED after {time.time() - t0:.1f}s", flush=True)
+    os._exit(0)
+
+
 def skip(rank: int, world: int, device: torch.device, peer: str) -> int:
     want = float(sum(range(1, world + 1)))
     outs = []
@@ -176,23 +195,12 @@ def main() -> int:
         print(f"FINISHED rank {rank}", flush=True)
         return 0
     if scenario == "abort_nccl":
-        import threading
         if rank != 0:
             time.sleep(8)
             os._exit(0)
-        pg = dist.distributed_c10d._get_default_group()._get_backend(device)
         y = torch.ones(1 << 20, device=device)
         dist.all_reduce(y)  # no partner: waits on the GPU
-        t0 = time.time()
-        threading.Timer(1.0, pg.abort).start()
-        time.sleep(1.5)
-        try:
-            dist.all_reduce(y)
-        except Exception as e:  # noqa: BLE001
-            print(f"RAISED after {time.time() - t0:.1f}s {type(e).__name__}: {e}", flush=True)
-        torch.cuda.synchronize()  # the abort ended the kernel
-        print(f"DRAINED after {time.time() - t0:.1f}s", flush=True)
-        os._exit(0)
+        abort_meanwhile(device, y)  # the abort ends the kernel
     if scenario == "sigkill":
         y = torch.ones(1 << 20, device=device)
         for i in range(100000):
@@ -209,20 +217,9 @@ def main() -> int:
                 return 1
         return 0
     if scenario == "abort_fast":
-        import threading
-        pg = dist.distributed_c10d._get_default_group()._get_backend(device)
         spin(8)
         dist.all_reduce(x)  # fast path, queued behind the spin
-        t0 = time.time()
-        threading.Timer(1.0, pg.abort).start()
-        time.sleep(1.5)
-        try:
-            dist.all_reduce(x)
-        except Exception as e:  # noqa: BLE001
-            print(f"RAISED after {time.time() - t0:.1f}s {type(e).__name__}: {e}", flush=True)
-        torch.cuda.synchronize()  # the spin ends; the queued kernel leaves
-        print(f"DRAINED after {time.time() - t0:.1f}s", flush=True)
-        os._exit(0)
+        abort_meanwhile(device, x)  # the spin ends; the queued kernel leaves
     if scenario == "heartbeat":
         pg = dist.distributed_c10d._get_default_group()._get_backend(device)
         pg._stall_watchdog(datetime.timedelta(seconds=60))

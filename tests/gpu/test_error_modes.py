@@ -115,8 +115,11 @@ def test_sigkilled_rank_ends_the_job(mode):
     assert seconds < 60, seconds
 
 
-def test_abort_from_another_thread_during_a_fast_path_kernel():
-    p, _, log = launch("abort_fast", 1, 2)
+@pytest.mark.parametrize("scenario,world", [("abort_fast", 1), ("abort_nccl", 2)])
+def test_abort_from_another_thread_during_a_collective(scenario, world):
+    # abort_fast: a fast-path kernel queued behind a spin; abort_nccl: an
+    # NCCL-path all_reduce with no partner.
+    p, _, log = launch(scenario, world, 2)
     assert p.returncode == 0, log[-4000:]
     assert "RAISED after" in p.stdout and "aborted" in p.stdout, log[-4000:]
     assert "DRAINED after" in p.stdout, log[-4000:]
@@ -128,13 +131,6 @@ def test_different_sizes_on_nccls_path_are_named():
     assert "passed different sizes or dtypes to ALLREDUCE" in log, log[-4000:]
     assert "262144 elements in" in log and "524288 elements in" in log, log[-4000:]
     assert seconds < 60, seconds
-
-
-def test_abort_from_another_thread_during_an_nccl_collective():
-    p, _, log = launch("abort_nccl", 2, 2)
-    assert p.returncode == 0, log[-4000:]
-    assert "RAISED after" in p.stdout and "aborted" in p.stdout, log[-4000:]
-    assert "DRAINED after" in p.stdout, log[-4000:]
 
 
 def test_different_collectives_are_named():
