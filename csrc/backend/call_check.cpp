@@ -120,6 +120,10 @@ std::string CallCheck::tick() {
   }
   next_ = now + every_;
   try {
+    uint64_t count = recorder_.collectives();
+    if (count == compared_at_ && pending_count_ == 0) {
+      return "";  // compared at this rank's latest call, none since: idle
+    }
     std::vector<OpSummary> mine;
     for (auto& op : recorder_.snapshot()) {
       if (op.coll != 0) {
@@ -129,7 +133,6 @@ std::string CallCheck::tick() {
     if (mine.size() > kCallsPerList) {
       mine.erase(mine.begin(), mine.end() - kCallsPerList);
     }
-    uint64_t count = recorder_.collectives();
     uint64_t hash = 0;
     if (count > published_ && recorder_.signature_hash(count, hash)) {
       std::string text = encode(count, hash, mine);
@@ -158,6 +161,7 @@ std::string CallCheck::tick() {
       return "";
     }
     pending_count_ = 0;
+    compared_at_ = at;
     if (!recorder_.signature_hash(at, ours) || ours == pending_hash_) {
       return "";
     }

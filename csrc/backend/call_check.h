@@ -57,6 +57,9 @@ class CallCheck {
   const std::chrono::milliseconds every_;
   std::chrono::steady_clock::time_point next_{};
   uint64_t published_ = 0;  // newest collective count published
+  // The count of the last comparison: at this rank's latest call, and no
+  // neighbour ahead, there is nothing to look at until the next call.
+  uint64_t compared_at_ = 0;
   bool reported_ = false;
   // The neighbour's count and hash when it was ahead of this rank.
   uint64_t pending_count_ = 0;

@@ -149,8 +149,12 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       }
       ticket = reporter != nullptr ? reporter->take_ticket() : 0;
       static const std::shared_ptr<fast::Progress> kNoProgress;
-      recorder_->record(work, seq, type, dtype, numel_in, numel_out,
-                        reporter != nullptr ? reporter->progress() : kNoProgress, ticket);
+      // A time estimate runs nothing (and may run on some ranks only): it is
+      // not a call the others must match (call_check.h).
+      if (!estimating_) {
+        recorder_->record(work, seq, type, dtype, numel_in, numel_out,
+                          reporter != nullptr ? reporter->progress() : kNoProgress, ticket);
+      }
       prof.mark(hp::kEnqueue);
       guard.rethrow_if_expired();
       if (!coalescing_) {

@@ -4,6 +4,11 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+
+#include <thread>
+#include <tuple>
+
 #include "backend/backend.h"
 #include "backend/comm_listener.h"
 #include "comm/communicator.h"
@@ -288,6 +293,52 @@ void bind_backend(py::module_& m) {
       py::arg("rank"), py::arg("mine"), py::arg("peer"), py::arg("theirs"),
       "Tests: the call check's comparison of two ranks' call lists (its store format); "
       "\"\" where they agree.");
+  m.def(
+      "_call_check_pair",
+      [](const std::vector<std::vector<std::tuple<std::string, std::string, int64_t, int64_t>>>& calls,
+         int looks) {
+        // Two ranks on one in-memory store: each records its calls, then both
+        // look `looks` times; returns what each rank's check found.
+        auto store = c10::make_intrusive<c10d::HashStore>();
+        std::vector<std::unique_ptr<FlightRecorder>> recorders;
+        std::vector<std::unique_ptr<CallCheck>> checks;
+        int size = static_cast<int>(calls.size());
+        for (int r = 0; r < size; ++r) {
+          recorders.push_back(std::make_unique<FlightRecorder>(256));
+          uint64_t seq = 0;
+          for (const auto& [op, dtype, in, out] : calls[r]) {
+            c10d::OpType type = c10d::OpType::UNKNOWN;
+            for (int k = 0; k <= static_cast<int>(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED); ++k) {
+              if (c10d::opTypeToString(static_cast<c10d::OpType>(k)) == op) {
+                type = static_cast<c10d::OpType>(k);
+              }
+            }
+            if (type == c10d::OpType::UNKNOWN) {
+              throw py::value_error("unknown op " + op);
+            }
+            recorders[r]->record(c10::intrusive_ptr<Work>(), ++seq, type,
+                                 dtype == "-" ? c10::ScalarType::Undefined
+                                              : c10::ScalarType::Float,
+                                 in, out, nullptr, 0);
+          }
+          checks.push_back(std::make_unique<CallCheck>(store, "t", r, size, *recorders[r],
+                                                       std::chrono::milliseconds(1)));
+        }
+        std::vector<std::string> found(size);
+        for (int i = 0; i < looks; ++i) {
+          for (int r = 0; r < size; ++r) {
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+            std::string f = checks[r]->tick();
+            if (!f.empty()) {
+              found[r] = f;
+            }
+          }
+        }
+        return found;
+      },
+      py::arg("calls"), py::arg("looks") = 3,
+      "Tests: the call check end to end on an in-memory store: calls[r] is rank r's list "
+      "of (op, dtype ('-' or 'Float'), numel in, numel out); returns each rank's finding.");
 }
 
 } // namespace nccl_core::python

@@ -61,3 +61,52 @@ def test_lines_that_are_not_calls_are_ignored_and_bad_heads_refused():
     for bad in ("", "x 1\n", "1 -5\n", "1\n"):
         with pytest.raises(ValueError, match="call list"):
             _C._call_check_compare(0, mine, 1, bad)
+
+
+# --- end to end: two recorders and checks on one in-memory store ----------
+
+def _ar(n):
+    return ("ALLREDUCE", "Float", n, n)
+
+
+def test_pair_agreeing_calls_find_nothing_p2p_aside():
+    r0 = [_ar(8), ("SEND", "Float", 4, 0), _ar(16), ("BROADCAST", "Float", 4, 4)]
+    r1 = [_ar(8), _ar(16), ("RECV", "Float", 0, 4), ("RECV", "Float", 0, 4),
+          ("BROADCAST", "Float", 4, 4)]
+    assert _C._call_check_pair([r0, r1]) == ["", ""]
+
+
+def test_pair_different_collective_found_by_both_ranks():
+    r0 = [_ar(8), ("BROADCAST", "Float", 8, 8)]
+    r1 = [_ar(8), ("ALLGATHER", "Float", 8, 16)]
+    found = _C._call_check_pair([r0, r1])
+    assert "rank 1 called ALLGATHER where rank 0 called BROADCAST" in found[0], found
+    assert "rank 0 called BROADCAST where rank 1 called ALLGATHER" in found[1], found
+
+
+def test_pair_different_size_found():
+    found = _C._call_check_pair([[_ar(1024)], [_ar(2048)]])
+    assert all("passed different sizes or dtypes to ALLREDUCE" in f for f in found), found
+
+
+def test_mismatch_older_than_the_lists_is_still_found_by_the_hash():
+    # 100 matching calls after the difference: the lists (64 calls) no longer
+    # hold it; the running hash still differs.
+    r0 = [_ar(4)] + [_ar(8)] * 100
+    r1 = [_ar(5)] + [_ar(8)] * 100
+    found = _C._call_check_pair([r0, r1])
+    assert all("differ" in f and "collective #101" in f for f in found), found
+
+
+def test_a_rank_behind_is_compared_once_it_catches_up():
+    # Rank 1 has made fewer calls: rank 0 keeps its count until rank 1's
+    # look shows the same calls; nothing differs, nothing is found.
+    assert _C._call_check_pair([[_ar(8)] * 3, [_ar(8)] * 2]) == ["", ""]
+
+
+def test_three_ranks_each_compare_with_their_neighbour():
+    same = [_ar(8), ("BROADCAST", "Float", 8, 8)]
+    odd = [_ar(8), ("REDUCE", "Float", 8, 8)]
+    found = _C._call_check_pair([same, same, odd])
+    assert found[0] == "" and "rank 2 called REDUCE where rank 1 called BROADCAST" in found[1], found
+    assert "rank 0 called BROADCAST where rank 2 called REDUCE" in found[2], found
