@@ -184,7 +184,7 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   comm_ = std::move(comm);
   watchdog_->set_comm(comm_);
   if (fast_) {
-    watchdog_->follow(fast_->progress(), comm_, [this] { return options_->timeout; });
+    watchdog_->follow(fast_->progress(), [this] { return options_->timeout; });
     // NCCL's abort unmaps the scratch window: our kernels leave it first.
     comm_->before_abort([progress = fast_->progress()] {
       progress->stop_kernels(std::chrono::seconds(2));

@@ -1,6 +1,7 @@
 #include "backend/flight_recorder.h"
 
 #include <algorithm>
+#include <iterator>
 #include <cerrno>
 #include <cstdlib>
 
@@ -91,21 +92,20 @@ uint64_t mix(uint64_t h, uint64_t v) {
 }
 }  // namespace
 
+namespace {
+constexpr c10d::OpType kSizedOps[] = {
+    c10d::OpType::ALLREDUCE,       c10d::OpType::BROADCAST,
+    c10d::OpType::REDUCE,          c10d::OpType::_ALLGATHER_BASE,
+    c10d::OpType::_REDUCE_SCATTER_BASE, c10d::OpType::ALLREDUCE_COALESCED};
+}  // namespace
+
 bool same_size_on_every_rank(c10d::OpType op) {
-  return op == c10d::OpType::ALLREDUCE || op == c10d::OpType::BROADCAST ||
-         op == c10d::OpType::REDUCE || op == c10d::OpType::_ALLGATHER_BASE ||
-         op == c10d::OpType::_REDUCE_SCATTER_BASE || op == c10d::OpType::ALLREDUCE_COALESCED;
+  return std::find(std::begin(kSizedOps), std::end(kSizedOps), op) != std::end(kSizedOps);
 }
 
 bool same_size_on_every_rank(const std::string& op_name) {
-  for (auto op : {c10d::OpType::ALLREDUCE, c10d::OpType::BROADCAST, c10d::OpType::REDUCE,
-                  c10d::OpType::_ALLGATHER_BASE, c10d::OpType::_REDUCE_SCATTER_BASE,
-                  c10d::OpType::ALLREDUCE_COALESCED}) {
-    if (c10d::opTypeToString(op) == op_name) {
-      return true;
-    }
-  }
-  return false;
+  return std::any_of(std::begin(kSizedOps), std::end(kSizedOps),
+                     [&](c10d::OpType op) { return c10d::opTypeToString(op) == op_name; });
 }
 
 FlightRecorder::FlightRecorder(size_t capacity)

@@ -60,11 +60,9 @@ void Watchdog::watch(c10::intrusive_ptr<Work> work,
 }
 
 void Watchdog::follow(std::shared_ptr<fast::Progress> progress,
-                      std::shared_ptr<Communicator> comm,
                       std::function<std::chrono::milliseconds()> timeout) {
   std::lock_guard<std::mutex> lock(mutex_);
   progress_ = std::move(progress);
-  progress_comm_ = std::move(comm);
   progress_timeout_ = std::move(timeout);
   since_ = std::chrono::steady_clock::now();
 }
@@ -76,7 +74,7 @@ bool Watchdog::check_progress(std::chrono::steady_clock::time_point now) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     progress = progress_;
-    comm = progress_comm_;
+    comm = comm_;
     timeout_of = progress_timeout_;
   }
   if (!progress) {
@@ -170,7 +168,6 @@ void Watchdog::check_unraised(std::chrono::steady_clock::time_point now) {
   if (unraised_grace_.count() <= 0 || now - unraised_since_ < unraised_grace_) {
     return;
   }
-  begin_tear_down();
   tear_down(unraised_report_ + "\nnccl_core: the error above reached no program thread within " +
             std::to_string(unraised_grace_.count()) +
             " ms (no call on the group, Work.wait() or destroy_process_group() raised it): a "

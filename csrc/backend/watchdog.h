@@ -56,7 +56,9 @@ class Watchdog {
   // Also watches the calls that report their own completion (fast/progress.h,
   // no Work here): no ticket finishing for `timeout()` while one is pending
   // is a timeout of `comm`.
-  void follow(std::shared_ptr<fast::Progress> progress, std::shared_ptr<Communicator> comm,
+  // Call set_comm() first: a stalled followed call is a timeout of that
+  // communicator.
+  void follow(std::shared_ptr<fast::Progress> progress,
               std::function<std::chrono::milliseconds()> timeout);
   // The group's communicator, for errors that belong to no pending work (a
   // desync found after the calls completed).
@@ -107,10 +109,10 @@ class Watchdog {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<Entry> entries_;
-  // Set once by follow(), before calls are made; read by the watchdog thread.
+  // Set once by set_comm() and follow(), before calls are made; read by the
+  // watchdog thread.
   std::shared_ptr<Communicator> comm_;
   std::shared_ptr<fast::Progress> progress_;
-  std::shared_ptr<Communicator> progress_comm_;
   std::function<std::chrono::milliseconds()> progress_timeout_;
   uint64_t last_done_ = 0;  // watchdog thread only
   bool fault_handled_ = false;  // watchdog thread only

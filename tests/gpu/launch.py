@@ -31,9 +31,11 @@ def gpus() -> int:
 
 
 def simulated(world: int) -> bool:
-    """Whether a job of `world` ranks on this host runs as simulated hosts."""
-    switch = os.environ.get("NCCL_CORE_SIM_HOSTS", "")
-    return switch == "1" or (switch != "0" and 0 < gpus() < world)
+    """Whether a job of `world` ranks on this host runs as simulated hosts
+    (what each of its ranks will find, nccl_core_backend.simhosts)."""
+    from nccl_core_backend import simhosts
+
+    return simhosts.enabled(dict(os.environ, LOCAL_WORLD_SIZE=str(world)), gpus())
 
 
 def require(world: int, what: str = "runs") -> None:
@@ -61,9 +63,15 @@ def free_port() -> int:
 
 
 def env_for(extra: dict | None = None) -> dict:
+    """The job's environment: this one, NVLink multicast off, the repo on the
+    path, and `extra` (a value of None removes the variable)."""
     env = dict(os.environ, PYTHONUNBUFFERED="1", **NO_MULTICAST)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    env.update(extra or {})
+    for name, value in (extra or {}).items():
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
     return env
 
 

@@ -20,16 +20,9 @@ def launch(scenario, world, mode, *extra, env_extra=None):
     """Runs error_modes.py `scenario` at `world` ranks with
     TORCH_NCCL_ASYNC_ERROR_HANDLING=`mode` (None: unset, torch's default)."""
     launch_.require(world)
-    env = dict(env_extra or {})
-    if mode is not None:
-        env["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = str(mode)
-    saved = os.environ.pop("TORCH_NCCL_ASYNC_ERROR_HANDLING", None) if mode is None else None
-    try:
-        job = launch_.torchrun(["tests/gpu/error_modes.py", scenario, *extra], world, env=env,
-                               timeout=120, name=f"error_modes_{scenario}_{'_'.join(extra)}_{mode}")
-    finally:
-        if saved is not None:
-            os.environ["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = saved
+    env = dict(env_extra or {}, TORCH_NCCL_ASYNC_ERROR_HANDLING=None if mode is None else str(mode))
+    job = launch_.torchrun(["tests/gpu/error_modes.py", scenario, *extra], world, env=env,
+                           timeout=120, name=f"error_modes_{scenario}_{'_'.join(extra)}_{mode}")
     end = time.time()
     # Seconds from the fault's set-up (READY) to the end of the job, for
     # docs/reliability.md: NCCL_CORE_TIMINGS names a file to append them to.
