@@ -79,6 +79,7 @@ class Options(Backend.Options):
     comm_name: str
     enable_timing: bool
     nan_check: bool
+    nan_check_strict: bool
     def __init__(self, timeout: timedelta = ...) -> None: ...
 
 class ProcessGroupNcclCore(Backend):

@@ -29,7 +29,12 @@ NCCL_CORE_TRACE_BUFFER_SIZE   TORCH_NCCL_TRACE_BUFFER_SIZE  ops each rank keeps
                                                       for the desync report
 NCCL_CORE_ENABLE_TIMING       TORCH_NCCL_ENABLE_TIMING  ops timed on the GPU
                                                       (work._get_duration())
-NCCL_CORE_NAN_CHECK           TORCH_NCCL_NAN_CHECK    refuse ops sending NaN
+NCCL_CORE_NAN_CHECK           TORCH_NCCL_NAN_CHECK    scan what ops send for
+                                                      NaN on the GPU and raise
+                                                      it as the group's error;
+                                                      "strict" (nccl_core only):
+                                                      wait for the scan and
+                                                      refuse the op first
 NCCL_CORE_REGISTER_ALLOCATOR_SEGMENTS
                               TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK
                               (and torch's older NCCL_USE_TENSOR_REGISTER_
@@ -145,9 +150,12 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
     timing = _flag(env, ("NCCL_CORE_ENABLE_TIMING", "TORCH_NCCL_ENABLE_TIMING"))
     if timing is not None:
         out["enable_timing"] = timing
-    nan_check = _flag(env, ("NCCL_CORE_NAN_CHECK", "TORCH_NCCL_NAN_CHECK"))
-    if nan_check is not None:
-        out["nan_check"] = nan_check
+    if env.get("NCCL_CORE_NAN_CHECK", "").strip().lower() == "strict":
+        out["nan_check"] = out["nan_check_strict"] = True
+    else:
+        nan_check = _flag(env, ("NCCL_CORE_NAN_CHECK", "TORCH_NCCL_NAN_CHECK"))
+        if nan_check is not None:
+            out["nan_check"] = nan_check
     monitoring = _flag(env, ("NCCL_CORE_ENABLE_MONITORING", "TORCH_NCCL_ENABLE_MONITORING"))
     for name in ("NCCL_CORE_HEARTBEAT_TIMEOUT_SEC", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"):
         seconds = _positive_int(env, name)

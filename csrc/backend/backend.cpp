@@ -161,11 +161,19 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
       call_check_ = std::make_unique<CallCheck>(store_, tag, rank_, size_, *recorder_,
                                                 options_->call_check_interval);
     }
-    hooks.tick = [this] {
-      desync_->tick();
-      return call_check_ ? call_check_->tick() : std::string();
-    };
   }
+  if (options_->nan_check && !options_->nan_check_strict) {
+    nan_watch_ = std::make_shared<NanWatch>();
+  }
+  hooks.tick = [this] {
+    if (nan_watch_) {
+      nan_watch_->handle_if_found();  // to the watchdog's report() (set below)
+    }
+    if (desync_) {
+      desync_->tick();
+    }
+    return call_check_ ? call_check_->tick() : std::string();
+  };
   hooks.on_done = [this](Work& w) { hooks_->finished(w); };
   watchdog_ = std::make_unique<Watchdog>(options_->watchdog_interval, options_->policy(),
                                          std::move(hooks), options_->heartbeat_timeout, info_,
@@ -183,6 +191,9 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   device_ = device;
   comm_ = std::move(comm);
   watchdog_->set_comm(comm_);
+  if (nan_watch_) {
+    nan_watch_->set_handler([this](const std::string& msg) { watchdog_->report(msg); });
+  }
   if (fast_) {
     watchdog_->follow(fast_->progress(), [this] { return options_->timeout; });
     // NCCL's abort unmaps the scratch window: our kernels leave it first.
@@ -404,6 +415,9 @@ void Backend::abort() {
   retire_registrations();
   // Pending works must fail, not complete: the aborted kernels exit, and a
   // waiter polling their end events would otherwise see success.
+  if (nan_watch_) {
+    nan_watch_->set_handler(nullptr);  // works may outlive the watchdog
+  }
   if (watchdog_) {
     watchdog_->fail_all("nccl_core: process group aborted", Watchdog::Release::kAbortNow);
   }
@@ -459,6 +473,12 @@ void Backend::shutdown() {
   }
   if (symmetric_) {
     symmetric_->clear();  // finalize deregistered the windows
+  }
+  if (nan_watch_) {
+    // Every scan ran by now: a NaN found since the last look is the group's
+    // error, raised below.
+    nan_watch_->handle_if_found();
+    nan_watch_->set_handler(nullptr);
   }
   if (watchdog_) {
     watchdog_->stop();

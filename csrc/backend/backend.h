@@ -31,6 +31,7 @@
 #include "backend/desync.h"
 #include "backend/ephemeral_timeout.h"
 #include "backend/flight_recorder.h"
+#include "backend/nan_watch.h"
 #include "backend/symmetric.h"
 #include "fast/engine.h"
 #include "backend/options.h"
@@ -286,6 +287,9 @@ class Backend : public c10d::Backend {
   std::unique_ptr<FlightRecorder> recorder_;
   std::unique_ptr<DesyncReporter> desync_;
   std::unique_ptr<CallCheck> call_check_;  // after desync_: reads recorder_ too
+  // The NaN check without a host wait (nan_watch.h); null when off or strict.
+  // Works share it, for wait().
+  std::shared_ptr<NanWatch> nan_watch_;
   std::unique_ptr<Watchdog> watchdog_;
   // null unless fast_path_max_bytes or push_max_bytes > 0
   std::unique_ptr<fast::Engine> fast_;

@@ -35,6 +35,9 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
   namespace hp = host_profile;
   hp::Timer prof;
   try {
+    if (nan_watch_) {
+      nan_watch_->handle_if_found();  // a NaN sent earlier is the group's error
+    }
     check_healthy();
     std::shared_ptr<Communicator> comm = communicator(device);
     open_group();
@@ -95,12 +98,19 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       ready_event_->record(current);
       ready_event_->block(stream);
     }
-    if (options_->nan_check && call.sends && !estimating_) {
+    if (call.sends && !estimating_ && (nan_watch_ || options_->nan_check_strict)) {
+      // On the op's stream, with any copy the check makes.
       c10::cuda::CUDAStreamGuard on_stream(stream);
-      check_for_nan(inputs.empty() ? outputs : inputs, what, seq, capturing);
+      const auto& sent = inputs.empty() ? outputs : inputs;
+      if (nan_watch_) {
+        nan_watch_->scan(sent, what, seq, stream.stream());
+        work->nan_watch = nan_watch_;
+      } else {
+        check_for_nan(sent, what, seq, capturing);
+      }
     }
     if (timing && !work->timer) {
-      work->timer = std::make_unique<OpTimer>();
+      work->timer = std::make_unique<OpTimer>();  // its events are pooled
       work->timer->start(stream);
     }
     if (!on_current) {
@@ -121,10 +131,10 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
     // with a timeout of its own or blocking wait.
     fast::Engine* reporter = capturing ? nullptr : fast_path();
     if (reporter != nullptr) {
-      // Timing, completion hooks and ephemeral timeouts need the watchdog to
-      // see the op finish (or keep it until then).
+      // Completion hooks and ephemeral timeouts need the watchdog to see the
+      // op finish (or keep it until then).  Timing needs only the events.
       reporter->arm(on_current && !options_->blocking_wait &&
-                        call.timeout == c10d::kUnsetTimeout && !profiling && !timing &&
+                        call.timeout == c10d::kUnsetTimeout && !profiling &&
                         !hooks_->active() && !ephemeral_.any(),
                     seq);
     }
@@ -168,7 +178,7 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
     }
     destroy_redops();
     if (ticket != 0) {
-      work->track_on_device(reporter->progress(), ticket, stream.stream());
+      work->track_on_device(reporter->progress(), ticket, stream);
       prof.mark(hp::kRecord);
       return work;
     }

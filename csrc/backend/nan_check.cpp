@@ -25,7 +25,7 @@ void check_for_nan(const std::vector<at::Tensor>& tensors, const char* op, uint6
       continue;
     }
     at::Tensor nan = at::isnan(t);
-    std::string where = std::string("nccl_core: NaN check (TORCH_NCCL_NAN_CHECK): the input") +
+    std::string where = std::string("nccl_core: NaN check (strict): the input") +
                         (tensors.size() > 1 ? " " + std::to_string(i) : std::string()) +
                         " of " + op + " (seq " + std::to_string(seq) + ") holds NaN";
     if (capturing) {

@@ -1,5 +1,7 @@
-// TORCH_NCCL_NAN_CHECK / NCCL_CORE_NAN_CHECK / Options.nan_check: the data an
-// op sends is checked for NaN before NCCL sees it, on the op's stream.
+// The strict NaN check (NCCL_CORE_NAN_CHECK=strict, Options.nan_check_strict):
+// the data an op sends is checked for NaN before NCCL sees it, on the op's
+// stream.  The default check (nan_watch.h) never waits on the host; this
+// one does, so that it can refuse the op.
 //
 // Outside CUDA graph capture the check waits for its result and refuses the
 // op with a ValueError naming the op, its sequence number and the first NaN's
@@ -7,8 +9,7 @@
 // with any rank that skips a collective.  During capture the host cannot wait:
 // a device-side assert fires on replay instead (as backend nccl's trap does),
 // which ends the process.  Integer and bool data cannot hold NaN and are not
-// read.  The cost (a reduction kernel and a host wait per op) is why it is
-// off by default.
+// read.  The cost is a reduction kernel and a host wait per op.
 #pragma once
 
 #include <ATen/core/Tensor.h>

@@ -77,9 +77,12 @@ struct GroupOptions : c10d::Backend::Options {
   // TORCH_NCCL_ENABLE_TIMING: ops are timed for work._get_duration() and the
   // completion hooks (op_timing.h).
   bool enable_timing = false;
-  // TORCH_NCCL_NAN_CHECK: what ops send is checked for NaN first
-  // (nan_check.h).
+  // TORCH_NCCL_NAN_CHECK: what ops send is scanned for NaN on the GPU, and
+  // one found is raised as the group's error (nan_watch.h).
   bool nan_check = false;
+  // NCCL_CORE_NAN_CHECK=strict: the check waits for its result and refuses
+  // the op before it sends (nan_check.h); implies nan_check.
+  bool nan_check_strict = false;
   // Every caching-allocator segment on the group's device is registered with
   // its communicator (ncclCommRegister), existing ones at creation and new
   // ones as the allocator makes them, and deregistered before they are freed:

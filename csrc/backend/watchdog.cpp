@@ -158,6 +158,7 @@ void Watchdog::run() {
 }
 
 void Watchdog::check_unraised(std::chrono::steady_clock::time_point now) {
+  std::lock_guard<std::mutex> handling(handle_mutex_);
   if (!unraised_) {
     return;
   }
@@ -243,6 +244,7 @@ void Watchdog::sweep() {
 
 void Watchdog::handle(const std::string& msg, bool explain, uint64_t at,
                       const std::shared_ptr<Communicator>& comm) {
+  std::lock_guard<std::mutex> handling(handle_mutex_);
   std::string report = msg + policy_.outcome();
   if (explain && hooks_.explain) {
     try {
@@ -271,6 +273,15 @@ void Watchdog::handle(const std::string& msg, bool explain, uint64_t at,
     unraised_since_ = std::chrono::steady_clock::now();
     unraised_report_ = report;
   }
+}
+
+void Watchdog::report(const std::string& msg) {
+  std::shared_ptr<Communicator> comm;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    comm = comm_;
+  }
+  handle(msg, false, 0, comm);
 }
 
 void Watchdog::fail_all(const std::string& msg, Release release) {

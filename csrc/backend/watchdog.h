@@ -81,8 +81,12 @@ class Watchdog {
   // A timeout, mismatch or NCCL error found: the report (with the desync
   // explanation if `explain`, at sequence number `at`), then the policy:
   // fail, abort `comm` and the works' communicators, end the process.
+  // Any thread; one report at a time.
   void handle(const std::string& msg, bool explain, uint64_t at,
               const std::shared_ptr<Communicator>& comm);
+  // An error found outside the sweep (the NaN check, nan_watch.h), from any
+  // thread: handle()d without explanation, with the group's communicator.
+  void report(const std::string& msg);
 
  private:
   void run();
@@ -102,7 +106,8 @@ class Watchdog {
   Hooks hooks_;
   const std::shared_ptr<GroupInfo> group_;
   const std::chrono::milliseconds unraised_grace_;
-  // Set by handle() under policies 0 and 2 (watchdog thread only).
+  // Set by handle() under policies 0 and 2 (under handle_mutex_).
+  std::mutex handle_mutex_;
   bool unraised_ = false;
   std::chrono::steady_clock::time_point unraised_since_;
   std::string unraised_report_;

@@ -8,6 +8,7 @@
 
 #include "backend/error_policy.h"
 #include "backend/errors.h"
+#include "backend/nan_watch.h"
 #include "comm/communicator.h"
 #include "fast/progress.h"
 #include "util/host_profile.h"
@@ -33,7 +34,7 @@ Work::~Work() = default;
 
 void Work::record_end(const c10::cuda::CUDAStream& stream) {
   if (timer) {
-    timer->end(stream);
+    end_event_.enable_timing();  // the op's end is also its timer's
   }
   end_event_.record(stream);
   stream_ = stream.stream();
@@ -41,10 +42,13 @@ void Work::record_end(const c10::cuda::CUDAStream& stream) {
 }
 
 void Work::track_on_device(std::shared_ptr<fast::Progress> progress, uint64_t ticket,
-                           cudaStream_t stream) {
+                           const c10::cuda::CUDAStream& stream) {
   progress_ = std::move(progress);
   ticket_ = ticket;
-  stream_ = stream;
+  stream_ = stream.stream();
+  if (timer) {
+    record_end(stream);  // the kernel's report tracks it; the event times it
+  }
 }
 
 void Work::record_late() {
@@ -103,7 +107,7 @@ float Work::getDuration() const {
                         "(or NCCL_CORE_ENABLE_TIMING=1, or Options.enable_timing, or call "
                         "backend._enable_collectives_timing()) before the op is issued; ops "
                         "captured in a CUDA graph or issued in a time estimate are never timed");
-  return timer->elapsed_ms();
+  return timer->elapsed_ms(end_event_);
 }
 
 uint64_t Work::completion_key() const {
@@ -124,7 +128,7 @@ std::shared_ptr<c10d::WorkInfo> Work::info(std::chrono::steady_clock::time_point
   float active_ms = 0.0f;
   if (timer && exception() == nullptr) {
     try {
-      active_ms = timer->elapsed_ms();
+      active_ms = timer->elapsed_ms(end_event_);
     } catch (const std::exception&) {
       active_ms = 0.0f;  // not timed to the end (a failed op): no duration
     }
@@ -232,6 +236,9 @@ bool Work::wait(std::chrono::milliseconds timeout) {
   }
   blockCurrentStream();
   rethrow_if_failed();
+  if (nan_watch) {
+    nan_watch->raise_if_found(group.get());  // a NaN this group sent, found by now
+  }
   prof.mark(host_profile::kWait);
   return true;
 }

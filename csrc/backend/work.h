@@ -26,6 +26,7 @@
 namespace nccl_core {
 
 class Communicator;
+class NanWatch;
 namespace fast {
 class Progress;
 }
@@ -70,8 +71,9 @@ class Work : public c10d::Work {
   // Instead of an end event: the op's kernel reports `ticket` to `progress`
   // when done (a plain fast-path call on `stream`, the caller's).  An event
   // is recorded only if a wait from another stream or a future needs one.
+  // A timed op records its end event anyway (its timer's end).
   void track_on_device(std::shared_ptr<fast::Progress> progress, uint64_t ticket,
-                       cudaStream_t stream);
+                       const c10::cuda::CUDAStream& stream);
   // True once the GPU has passed the end event (never during capture).
   bool gpu_done();
   // Runs and clears `epilogue` (on the current stream: the backend's).
@@ -107,6 +109,8 @@ class Work : public c10d::Work {
 
   // Set when timing is on (op_timing.h), before the op's kernels.
   std::unique_ptr<OpTimer> timer;
+  // The group's NaN check, where on (nan_watch.h): wait() raises a NaN found.
+  std::shared_ptr<NanWatch> nan_watch;
   std::vector<at::Tensor> outputs;
   std::vector<at::Tensor> stash; // inputs and temporaries kept alive
   // Runs after the NCCL calls are launched (after the group ends inside a

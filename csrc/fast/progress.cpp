@@ -8,31 +8,17 @@
 
 namespace nccl_core::fast {
 
-Progress::Progress() {
+Progress::Progress() : mapped_(4 * sizeof(unsigned long long)) {
   NCCL_CORE_CUDA_CHECK(cudaGetDevice(&device_index_));
-  void* host = nullptr;
-  NCCL_CORE_CUDA_CHECK(cudaHostAlloc(&host, 4 * sizeof(unsigned long long),
-                                     cudaHostAllocMapped | cudaHostAllocPortable));
-  host_ = static_cast<volatile unsigned long long*>(host);
-  host_[0] = 0;
-  host_[1] = 1;
-  host_[2] = 0;
-  host_[3] = 0;
-  void* dev = nullptr;
-  cudaError_t err = cudaHostGetDevicePointer(&dev, host, 0);
-  if (err != cudaSuccess) {
-    cudaFreeHost(host);
-    api::cuda_check(err, "cudaHostGetDevicePointer");
-  }
-  device_ = static_cast<unsigned long long*>(dev);
+  host_ = static_cast<volatile unsigned long long*>(mapped_.host());
+  host_[1] = 1;  // the stop value; the other words start at 0
+  device_ = static_cast<unsigned long long*>(mapped_.device());
 }
 
-Progress::~Progress() {
-  // Its holders (the engine, the watchdog, tracked works, the communicator's
-  // abort hook) let go after the backend drained or aborted the kernels that
-  // store here.
-  cudaFreeHost(const_cast<unsigned long long*>(host_));
-}
+// Its holders (the engine, the watchdog, tracked works, the communicator's
+// abort hook) let go after the backend drained or aborted the kernels that
+// store here; the mapped words are freed with it.
+Progress::~Progress() = default;
 
 const unsigned long long* Progress::stop_word(int device, cudaStream_t stream) {
   if (!stop_.defined()) {

@@ -15,6 +15,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include "util/mapped_host.h"
+
 namespace nccl_core::fast {
 
 class Progress {
@@ -65,6 +67,7 @@ class Progress {
 
  private:
   int device_index_ = -1;
+  MappedHost mapped_;
   volatile unsigned long long* host_ = nullptr;  // [done, 1 (the stop value), fault, its seq]
   unsigned long long* device_ = nullptr;         // host_[0], as the GPU sees it
   at::Tensor stop_;                              // one word of device memory

@@ -147,9 +147,14 @@ void bind_backend(py::module_& m) {
                      "Time every op on the GPU for work._get_duration() and completion "
                      "hooks (TORCH_NCCL_ENABLE_TIMING; default False)")
       .def_readwrite("nan_check", &GroupOptions::nan_check,
-                     "Refuse an op whose data to send holds NaN, with a ValueError naming "
-                     "the op (TORCH_NCCL_NAN_CHECK; default False; one reduction and one "
-                     "host wait per op)")
+                     "Scan what every op sends for NaN on the GPU; one found is raised as "
+                     "a DistBackendError naming the op and element by the group's next "
+                     "call, Work.wait() or the watchdog (TORCH_NCCL_NAN_CHECK; default "
+                     "False; one kernel per op, no host wait)")
+      .def_readwrite("nan_check_strict", &GroupOptions::nan_check_strict,
+                     "With the NaN check: wait for the scan and refuse an op sending NaN "
+                     "with a ValueError before anything is sent; the group stays usable "
+                     "(NCCL_CORE_NAN_CHECK=strict; default False; one host wait per op)")
       .def("__copy__", [](const GroupOptions& o) { return copy_of(o); })
       .def("__deepcopy__", [](const GroupOptions& o, py::dict) { return copy_of(o); });
 

@@ -28,7 +28,8 @@ def _meta(job, args) -> dict:
             "nccl": ".".join(map(str, nc.nccl_version())), "dtype": args.dtype,
             "memory": args.memory,
             "date": datetime.datetime.now().isoformat(timespec="seconds"),
-            "argv": sys.argv[1:], "mode": "workloads" if args.workloads else "collectives",
+            "argv": sys.argv[1:],
+            "mode": "workloads" if args.workloads else "tooling" if args.tooling else "collectives",
             "warmup": args.warmup, "rounds": args.rounds,
             "ratio": "nccl_core / nccl time (lower: nccl_core faster)"}
 
@@ -40,7 +41,7 @@ def _check_against_world(args, world: int) -> None:
     if args.workloads and "tp" in args.workloads and (args.tp_hidden % world or args.tp_ffn % world):
         raise BenchError(f"--tp-hidden ({args.tp_hidden}) and --tp-ffn ({args.tp_ffn}) must be "
                          f"multiples of the world size ({world})")
-    if not args.workloads:
+    if not args.workloads and not args.tooling:
         try:
             pattern_for(args.torch_dtype, world)
         except ValueError as e:
@@ -50,6 +51,10 @@ def _check_against_world(args, world: int) -> None:
 def _steps(args) -> int:
     from nccl_core_backend.bench.sweep import graph_rows_wanted
 
+    if args.tooling:
+        from nccl_core_backend.bench.tooling import SETTINGS
+
+        return len(SETTINGS) * len(args.sizes)
     if args.workloads:
         return (len(args.tokens) * ("tp" in args.workloads)
                 + len(args.bucket_mb) * ("ddp" in args.workloads) + ("fsdp" in args.workloads))
@@ -58,7 +63,13 @@ def _steps(args) -> int:
 
 
 def _run(job, args, progress) -> dict:
-    result = {"meta": _meta(job, args), "collectives": [], "workloads": []}
+    result = {"meta": _meta(job, args), "collectives": [], "workloads": [], "tooling": []}
+    if args.tooling:
+        from nccl_core_backend.bench.tooling import DEFAULT_ITERS, run_tooling
+
+        result["tooling"] = run_tooling(job, args.sizes, args.iters or DEFAULT_ITERS,
+                                        args.warmup, args.rounds, progress)
+        return result
     if not args.workloads:
         from nccl_core_backend.bench.sweep import run_sweep
 
@@ -85,7 +96,7 @@ def _run(job, args, progress) -> dict:
 
 def _combine_checks(job, result: dict) -> None:
     """Every row's verdict becomes the AND over all ranks."""
-    rows = result["collectives"] + result["workloads"]
+    rows = result["collectives"] + result["workloads"] + result["tooling"]
     keys = [(i, name) for i, r in enumerate(rows) for name in sorted(r["correct"])]
     flags = job.all_ranks_true([rows[i]["correct"][name] for i, name in keys])
     for (i, name), ok in zip(keys, flags):
@@ -96,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         local = check_launch()
-        check_cuda(local)
+        device = check_cuda(local)
     except BenchError as e:
         print(f"nccl_core_backend.bench: error: {e}", file=sys.stderr)
         return 2
@@ -104,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     from nccl_core_backend.bench.progress import Progress
     from nccl_core_backend.bench.report import render, wrong_results, write_json
 
-    job = start_job(local)
+    job = start_job(device)
     try:
         _check_against_world(args, job.world)
     except BenchError as e:

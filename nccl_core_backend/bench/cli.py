@@ -14,6 +14,7 @@ from nccl_core_backend.bench.data import DTYPES
 from nccl_core_backend.bench.sizes import parse_size, parse_sizes
 
 DEFAULT_SIZES = "8B-1GiB"
+TOOLING_SIZES = "4KiB,1MiB"
 WORKLOADS = ("tp", "ddp", "fsdp")
 
 USAGE_EXAMPLES = """\
@@ -22,6 +23,7 @@ examples:
   torchrun --nproc-per-node=4 -m nccl_core_backend.bench --ops all_reduce --sizes 8B-64MiB \\
       --graph --json results.json --plot busbw.png
   torchrun --nproc-per-node=2 -m nccl_core_backend.bench --workloads --json workloads.json
+  torchrun --nproc-per-node=1 -m nccl_core_backend.bench --tooling    # timing, NaN check, hooks
   python -m nccl_core_backend.bench.plot results.json out.png     # draw later, anywhere
 """
 
@@ -94,9 +96,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=USAGE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--ops", type=lambda t: _choices(t, OPS, "op"), default=list(OPS),
                    help="comma-separated collectives (default: all of " + ", ".join(OPS) + ")")
-    p.add_argument("--sizes", type=_sizes, default=parse_sizes(DEFAULT_SIZES),
+    p.add_argument("--sizes", type=_sizes, default=None,
                    help=f"sizes in bytes: a list and/or ranges that double, e.g. 8B-1GiB, "
-                        f"1KiB,64KiB-1MiB (default {DEFAULT_SIZES})")
+                        f"1KiB,64KiB-1MiB (default {DEFAULT_SIZES}; {TOOLING_SIZES} with "
+                        f"--tooling)")
     p.add_argument("--dtype", choices=list(DTYPES), default="float32",
                    help="element type of the collectives (default float32)")
     p.add_argument("--memory", choices=["plain", "nccl"], default="plain",
@@ -116,6 +119,10 @@ def build_parser() -> argparse.ArgumentParser:
                    const=list(WORKLOADS), default=None, metavar="LIST",
                    help="run the workloads instead of the collectives: tp (tensor-parallel "
                         "decode step in a CUDA graph), ddp, fsdp (default all three)")
+    p.add_argument("--tooling", action="store_true",
+                   help="time all_reduce with torch's debugging switches instead of the "
+                        "collectives: default, timing, NaN check, a completion hook, on each "
+                        "backend (--sizes, --iters, --warmup, --rounds apply)")
     p.add_argument("--steps", type=_positive_int, default=30,
                    help="timed steps per backend and workload configuration (default 30)")
     p.add_argument("--tokens", type=_int_list, default=[1, 4, 16],
@@ -140,6 +147,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Parsed and checked arguments (argparse exits with a message on bad ones)."""
     p = build_parser()
     args = p.parse_args(argv)
+    if args.tooling and args.workloads:
+        p.error("--tooling and --workloads are separate runs: pick one")
+    if args.tooling and args.plot:
+        p.error("--plot draws collectives and workloads; --tooling's rows are a table "
+                "(--json keeps them)")
+    if args.sizes is None:
+        args.sizes = parse_sizes(TOOLING_SIZES if args.tooling else DEFAULT_SIZES)
     if args.model_dim % args.model_heads:
         p.error(f"--model-dim ({args.model_dim}) must be a multiple of --model-heads ({args.model_heads})")
     if args.plot:

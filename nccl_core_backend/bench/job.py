@@ -42,16 +42,25 @@ def check_launch(environ=os.environ) -> int:
     return local
 
 
-def check_cuda(local_rank: int) -> torch.device:
-    """The GPU of this rank; BenchError when there is none."""
+def check_cuda(local_rank: int, environ=os.environ) -> torch.device:
+    """The GPU of this rank; BenchError when there is none.  Where the node's
+    ranks outnumber its GPUs they run as simulated hosts (nccl_core_backend.
+    simhosts: sockets between ranks sharing a GPU, for correctness and host
+    costs, not for bandwidth)."""
     if not torch.cuda.is_available():
         raise BenchError("no CUDA GPU visible (torch.cuda.is_available() is False): the bench "
-                         "times GPU collectives and needs one GPU per process")
-    n = torch.cuda.device_count()
-    if local_rank >= n:
-        raise BenchError(f"LOCAL_RANK={local_rank} but only {n} GPU(s) visible: "
-                         f"--nproc-per-node must not exceed the GPUs of the node")
-    return torch.device("cuda", local_rank)
+                         "times GPU collectives and needs a GPU")
+    from nccl_core_backend import simhosts
+
+    env = dict(environ, LOCAL_RANK=str(local_rank))
+    try:
+        device = simhosts.local_device(env, torch.cuda.device_count())
+    except ValueError as e:
+        raise BenchError(str(e)) from None
+    for name in ("NCCL_HOSTID", "NCCL_SOCKET_IFNAME"):  # set before any communicator
+        if name in env:
+            environ[name] = env[name]
+    return device
 
 
 def init_side_by_side(device: torch.device):
@@ -103,9 +112,8 @@ class Job:
         return everyone
 
 
-def start_job(local_rank: int) -> Job:
-    """Creates the groups (CUDA already checked by check_cuda)."""
-    device = torch.device("cuda", local_rank)
+def start_job(device: torch.device) -> Job:
+    """Creates the groups on `device` (from check_cuda)."""
     rank, world, nccl_group = init_side_by_side(device)
     job = Job(device=device, rank=rank, world=world,
               groups={CORE: dist.group.WORLD, NCCL: nccl_group})

@@ -8,7 +8,9 @@ in GB/s), ``ratio`` (nccl_core us / nccl us) and ``correct`` (backend ->
 bool, every rank's check passed).  A workload row holds ``workload``,
 ``label``, ``config``, the two timings (``us`` per step), ``ratio``,
 ``correct``, ``check`` and, where a step without communication was timed,
-``baseline``, ``comm_us`` (per backend) and ``comm_ratio``.
+``baseline``, ``comm_us`` (per backend) and ``comm_ratio``.  A tooling row
+(``--tooling``) holds ``setting``, ``bytes``, ``iters``, ``rounds``, the two
+timings (``us`` per all_reduce), ``ratio`` and ``correct``.
 """
 
 from __future__ import annotations
@@ -67,6 +69,17 @@ def workloads_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def tooling_table(rows: list[dict]) -> str:
+    """Markdown: one line per (setting, size); µs per all_reduce."""
+    lines = ["| setting | size | nccl_core µs | nccl µs | ratio | correct |",
+             "|---|---:|---:|---:|---:|---|"]
+    for r in rows:
+        lines.append(f"| {r['setting']} | {format_bytes(r['bytes'])} | {_us(r[CORE]['us'])} | "
+                     f"{_us(r[NCCL]['us'])} | {_ratio(r['ratio'])} | "
+                     f"{correct_cell(r['correct'])} |")
+    return "\n".join(lines)
+
+
 def header(meta: dict) -> str:
     return (f"nccl_core vs nccl: world={meta['world']} gpu={meta.get('gpu', '?')} "
             f"torch={meta.get('torch', '?')} nccl={meta.get('nccl', '?')} "
@@ -82,6 +95,8 @@ def render(result: dict) -> str:
         parts += ["", collectives_table(result["collectives"])]
     if result.get("workloads"):
         parts += ["", workloads_table(result["workloads"])]
+    if result.get("tooling"):
+        parts += ["", tooling_table(result["tooling"])]
     wrong = wrong_results(result)
     if wrong:
         parts += ["", "WRONG RESULTS: " + "; ".join(wrong)]
@@ -97,6 +112,10 @@ def wrong_results(result: dict) -> list[str]:
     for r in result.get("workloads", []):
         if not all(r["correct"].values()):
             out.append(f"{r['workload']} {r['label']}: {correct_cell(r['correct'])}")
+    for r in result.get("tooling", []):
+        if not all(r["correct"].values()):
+            out.append(f"tooling {r['setting']} {format_bytes(r['bytes'])}: "
+                       f"{correct_cell(r['correct'])}")
     return out
 
 
@@ -114,6 +133,6 @@ def load_json(path: str) -> dict:
         except json.JSONDecodeError as e:
             raise ValueError(f"{path} is not JSON: {e}") from None
     if not isinstance(result, dict) or "meta" not in result or not (
-            "collectives" in result or "workloads" in result):
+            "collectives" in result or "workloads" in result or "tooling" in result):
         raise ValueError(f"{path} is not a results file of nccl_core_backend.bench (--json)")
     return result

@@ -27,7 +27,7 @@ def _worker(rank: int, world: int, port: int, broken: str, argv: list) -> None:
     torch.set_num_threads(1)
     import nccl_core_backend as nc
     import nccl_core_backend.bench.__main__ as main_mod
-    from nccl_core_backend.bench import collectives, job, sweep, timing, training
+    from nccl_core_backend.bench import collectives, job, sweep, timing, tooling, training
     from nccl_core_backend.bench.job import CORE, NCCL, Job
 
     def start_job(local):
@@ -46,7 +46,20 @@ def _worker(rank: int, world: int, port: int, broken: str, argv: list) -> None:
             out.append((time.perf_counter() - t) * 1e6)
         return out
 
+    def tooling_groups(world):
+        # Gloo groups stand in for each (backend, setting) pair.
+        return {(b, s): dist.new_group(backend="gloo")
+                for s in tooling.SETTINGS for b in (CORE, NCCL)}
+
+    def loop_wall_clock(group, t, iters):
+        start = time.perf_counter()
+        for _ in range(iters):
+            dist.all_reduce(t, group=group)
+        return (time.perf_counter() - start) / iters * 1e6
+
     main_mod.check_cuda = lambda local: torch.device("cpu")
+    tooling.make_groups = tooling_groups
+    tooling.loop_us = loop_wall_clock
     job.start_job = start_job
     timing.time_calls = wall_clock
     sweep.EventPool = training.EventPool = lambda: None

@@ -353,6 +353,11 @@ def test_defaults():
     assert a.graph == 0 and a.workloads is None and a.iters is None and a.bucket_mb == [25.0]
     assert a.tokens == [1, 4, 16] and a.torch_dtype == torch.float32 and a.memory == "plain"
     assert cli.parse_args(["--memory", "nccl"]).memory == "nccl"
+    t = cli.parse_args(["--tooling"])
+    assert t.tooling and t.sizes == [4 * 1024, 1 << 20] and not a.tooling
+    assert cli.parse_args(["--tooling", "--sizes", "8B"]).sizes == [8]
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--tooling", "--plot", "x.png"])
 
 
 def test_options():

@@ -68,3 +68,23 @@ def test_plot_flag_writes_a_png(tmp_path):
 def test_world_dependent_argument_errors():
     p = _run(3, "--workloads", "tp", "--tp-hidden", "512")
     assert p.returncode == 2 and "must be multiples of the world size (3)" in p.stderr
+
+
+def test_tooling_rows_table_and_json(tmp_path):
+    out = tmp_path / "t.json"
+    p = _run(2, "--tooling", "--iters", "5", "--rounds", "2", "--json", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    result = json.loads(out.read_text())
+    assert result["meta"]["mode"] == "tooling" and not result["collectives"]
+    rows = result["tooling"]
+    settings = ["default", "timing", "nan check", "hook"]
+    assert [(r["setting"], r["bytes"]) for r in rows] == [
+        (s, b) for b in (4096, 1 << 20) for s in settings]
+    assert all(r["correct"] == {"nccl_core": True, "nccl": True} for r in rows)
+    assert all(r["ratio"] == pytest.approx(r["nccl_core"]["us"] / r["nccl"]["us"]) for r in rows)
+    assert "| nan check | 1 MiB |" in p.stdout and "WRONG" not in p.stdout
+
+
+def test_tooling_and_workloads_are_separate_runs():
+    p = _run(1, "--tooling", "--workloads", "tp")
+    assert p.returncode == 2 and "--tooling and --workloads are separate runs" in p.stderr

@@ -376,6 +376,17 @@ def test_timing_from_env(name):
 def test_nan_check_from_env(name):
     assert env_settings({name: "yes"}) == {"nan_check": True}
     assert make_options(env={name: "1"}).nan_check is True
+    assert make_options(env={name: "1"}).nan_check_strict is False
+
+
+def test_nan_check_strict_from_env():
+    assert env_settings({"NCCL_CORE_NAN_CHECK": "Strict"}) == {"nan_check": True,
+                                                               "nan_check_strict": True}
+    o = make_options(env={"NCCL_CORE_NAN_CHECK": "strict", "TORCH_NCCL_NAN_CHECK": "0"})
+    assert o.nan_check is True and o.nan_check_strict is True
+    # torch's variable knows no strict mode: a typo is refused, not guessed
+    with pytest.raises(ValueError, match="TORCH_NCCL_NAN_CHECK"):
+        env_settings({"TORCH_NCCL_NAN_CHECK": "strict"})
 
 
 def test_timing_and_nan_check_are_off_by_default():

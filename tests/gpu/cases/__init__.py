@@ -18,6 +18,7 @@ from tests.gpu.cases import (  # noqa: F401
     push,
     bad_input,
     torch_tools,
+    nan_check,
     mem_pools,
     native_rma,
     native_queries,

@@ -1,0 +1,133 @@
+"""``--tooling``: what torch's debugging switches cost on each backend.
+
+Four settings, each a group of its own over the same ranks on both backends:
+
+============  ==============================  =====================================
+setting       nccl_core                       nccl
+============  ==============================  =====================================
+default       ``Options()``                   no variable
+timing        ``Options.enable_timing``       ``TORCH_NCCL_ENABLE_TIMING=1``
+nan check     ``Options.nan_check``           ``TORCH_NCCL_NAN_CHECK=1``
+hook          an on-completion hook           the same hook, with timing on (backend
+                                              nccl refuses a hook without it)
+============  ==============================  =====================================
+
+A sample is the time per call of a loop of float32 SUM all_reduces, timed
+until the GPU finished them (the host's cost per call where that is the
+bottleneck, as in a training step's small collectives); the settings and
+backends take turns in rounds, and the median of the rounds is reported.
+Before timing, every group's all_reduce of fresh random integers is checked
+against a float64 CPU sum on every element.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+
+from nccl_core_backend.bench.job import CORE, NCCL
+
+SETTINGS = ("default", "timing", "nan check", "hook")
+DEFAULT_ITERS = 300
+# What backend nccl reads at group creation for each setting.
+_NCCL_ENV = {"default": {}, "timing": {"TORCH_NCCL_ENABLE_TIMING": "1"},
+             "nan check": {"TORCH_NCCL_NAN_CHECK": "1"},
+             "hook": {"TORCH_NCCL_ENABLE_TIMING": "1"}}
+
+
+def _ignore(_info) -> None:
+    """The registered hook: does nothing, so the row measures the mechanism."""
+
+
+def _core_group(ranks: list, setting: str):
+    import nccl_core_backend as nc
+
+    o = nc.Options()
+    o.enable_timing = setting == "timing"
+    o.nan_check = setting == "nan check"
+    return dist.new_group(ranks, backend="nccl_core", pg_options=o)
+
+
+def _nccl_group(ranks: list, setting: str):
+    env = _NCCL_ENV[setting]
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return dist.new_group(ranks, backend="nccl")
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def make_groups(world: int) -> dict:
+    """(backend, setting) -> group, created in the same order on every rank."""
+    ranks = list(range(world))
+    groups = {}
+    for setting in SETTINGS:
+        groups[(CORE, setting)] = _core_group(ranks, setting)
+        groups[(NCCL, setting)] = _nccl_group(ranks, setting)
+        if setting == "hook":
+            for backend in (CORE, NCCL):
+                groups[(backend, setting)]._register_on_completion_hook(_ignore)
+    return groups
+
+
+def check_group(job, group, numel: int) -> bool:
+    """One all_reduce of fresh random integers, every element against float64."""
+    seed = job.shared_seed()
+    gen = torch.Generator().manual_seed(seed + job.rank)
+    mine = torch.randint(-8, 9, (numel,), generator=gen, dtype=torch.int64)
+    expected = torch.zeros(numel, dtype=torch.float64)
+    for r in range(job.world):
+        other = torch.Generator().manual_seed(seed + r)
+        expected += torch.randint(-8, 9, (numel,), generator=other, dtype=torch.int64).double()
+    t = mine.to(torch.float32).to(job.device)
+    dist.all_reduce(t, group=group)
+    return bool(torch.equal(t.cpu().double(), expected))
+
+
+def loop_us(group, t: torch.Tensor, iters: int) -> float:
+    """µs per call of `iters` all_reduces, until the GPU finished them."""
+    torch.cuda.synchronize(t.device)
+    start = time.perf_counter()
+    for _ in range(iters):
+        dist.all_reduce(t, group=group)
+    torch.cuda.synchronize(t.device)
+    return (time.perf_counter() - start) / iters * 1e6
+
+
+def run_tooling(job, sizes: list[int], iters: int, warmup: int, rounds: int, progress) -> list:
+    """One row per (setting, size): both backends' µs per call, their ratio, checks."""
+    groups = make_groups(job.world)
+    correct = {key: check_group(job, g, 4099) for key, g in groups.items()}
+    order = list(groups)
+    rows = []
+    for size in sizes:
+        # Zeros: a SUM loop stays finite (inf would not trip the NaN check,
+        # but zeros keep every setting's data alike).
+        t = torch.zeros(max(1, size // 4), device=job.device)
+        samples: dict = {key: [] for key in order}
+        for key in order:
+            for _ in range(warmup):
+                dist.all_reduce(t, group=groups[key])
+        for r in range(rounds):
+            for key in order if r % 2 == 0 else reversed(order):
+                job.sync()
+                samples[key].append(loop_us(groups[key], t, iters))
+        for setting in SETTINGS:
+            core = statistics.median(samples[(CORE, setting)])
+            nccl = statistics.median(samples[(NCCL, setting)])
+            rows.append({"setting": setting, "bytes": t.numel() * 4, "iters": iters,
+                         "rounds": rounds, CORE: {"us": core}, NCCL: {"us": nccl},
+                         "ratio": core / nccl,
+                         "correct": {CORE: correct[(CORE, setting)],
+                                     NCCL: correct[(NCCL, setting)]}})
+            progress.step(f"tooling {setting} {size}B")
+    return rows
