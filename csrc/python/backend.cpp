@@ -313,9 +313,18 @@ void bind_backend(py::module_& m) {
           uint64_t seq = 0;
           for (const auto& [op, dtype, in, out] : calls[r]) {
             c10d::OpType type = c10d::OpType::UNKNOWN;
-            for (int k = 0; k <= static_cast<int>(c10d::OpType::ALLGATHER_INTO_TENSOR_COALESCED); ++k) {
-              if (c10d::opTypeToString(static_cast<c10d::OpType>(k)) == op) {
+            // The enum's values run from 0 without gaps; how far depends on
+            // the torch (opTypeToString refuses the first one past the end).
+            for (int k = 0; k < static_cast<int>(c10d::OpType::UNKNOWN); ++k) {
+              std::string name;
+              try {
+                name = c10d::opTypeToString(static_cast<c10d::OpType>(k));
+              } catch (const c10::Error&) {
+                break;
+              }
+              if (name == op) {
                 type = static_cast<c10d::OpType>(k);
+                break;
               }
             }
             if (type == c10d::OpType::UNKNOWN) {
