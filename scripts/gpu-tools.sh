@@ -20,5 +20,6 @@ if [[ "$world" -le "$gpus" && -z "${NCCL_CORE_TOOLING_ONLY:-}" ]]; then
   gzip -f "$out/ddp_trace.json"
 fi
 echo "== tooling cost (world $world)"
+# NCCL_CORE_TOOLING_ARGS: more bench options (simulated hosts: fewer --iters).
 timeout 300 torchrun --nproc-per-node="$world" -m nccl_core_backend.bench --tooling \
-  --json "$out/tooling_w$world.json" 2>&1 | tail -14
+  --json "$out/tooling_w$world.json" ${NCCL_CORE_TOOLING_ARGS:-} 2>&1 | tail -14

@@ -167,7 +167,7 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   }
   hooks.tick = [this] {
     if (nan_watch_) {
-      nan_watch_->handle_if_found();  // to the watchdog's report() (set below)
+      nan_watch_->watchdog_look();  // to the watchdog's report() (set below)
     }
     if (desync_) {
       desync_->tick();
@@ -387,7 +387,7 @@ void Backend::check_healthy() const {
     }
     info_->mark_raised();  // policy 2 aborts here, in the raising thread
     C10_THROW_ERROR(DistBackendError,
-                    "nccl_core: the communicator failed earlier: " + error);
+                    "nccl_core: this group failed earlier: " + error);
   }
 }
 

@@ -35,8 +35,10 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
   namespace hp = host_profile;
   hp::Timer prof;
   try {
+    std::optional<NanWatch::InCall> in_call;
     if (nan_watch_) {
       nan_watch_->handle_if_found();  // a NaN sent earlier is the group's error
+      in_call.emplace(*nan_watch_);
     }
     check_healthy();
     std::shared_ptr<Communicator> comm = communicator(device);

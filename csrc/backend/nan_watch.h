@@ -10,7 +10,9 @@
 // handling (error_policy.h) like any collective error:
 //   - the watchdog looks every sweep, and hands the report to the policy
 //     (policies 1 and 3 end the process, as backend nccl's device trap does;
-//     0 and 2 fail the group, and the error must be raised in time);
+//     0 and 2 fail the group, and the error must be raised in time).  The
+//     communicator is never aborted for it: it is healthy, and peers may
+//     still be inside the op;
 //   - the group's next call raises it;
 //   - Work.wait() raises it once the scan ran (always under blocking wait,
 //     which waits for the op, hence for the scan before it).
@@ -59,6 +61,22 @@ class NanWatch {
   // handle_if_found(), then raises the report as a DistBackendError in this
   // thread (marking the group's error raised); nothing if none was found.
   void raise_if_found(GroupInfo* group);
+  // The watchdog's look: handle_if_found() unless a program thread is inside
+  // a call of the group (it raises the report itself on its way out, at
+  // Work.wait(); a call blocked on peers, as NCCL's connection set-up is, must
+  // not start the unraised-error clock).
+  bool watchdog_look() { return in_calls_.load() == 0 && handle_if_found(); }
+  // While a program thread is inside one of the group's calls.
+  class InCall {
+   public:
+    explicit InCall(NanWatch& w) : w_(w) { w_.in_calls_.fetch_add(1); }
+    ~InCall() { w_.in_calls_.fetch_sub(1); }
+    InCall(const InCall&) = delete;
+    InCall& operator=(const InCall&) = delete;
+
+   private:
+    NanWatch& w_;
+  };
   void set_handler(Handler handler);
   // The report of the NaN found ("" while none).
   std::string message() const;
@@ -80,6 +98,7 @@ class NanWatch {
   std::array<Note, NanReport::kSlots> notes_{};
   Handler handler_;
   bool handled_ = false;
+  std::atomic<int> in_calls_{0};
 };
 
 }  // namespace nccl_core

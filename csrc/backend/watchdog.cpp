@@ -243,9 +243,14 @@ void Watchdog::sweep() {
 }
 
 void Watchdog::handle(const std::string& msg, bool explain, uint64_t at,
-                      const std::shared_ptr<Communicator>& comm) {
+                      const std::shared_ptr<Communicator>& comm, bool release) {
   std::lock_guard<std::mutex> handling(handle_mutex_);
-  std::string report = msg + policy_.outcome();
+  const bool aborts = release && policy_.aborts();
+  std::string report =
+      msg + (release || policy_.tears_down()
+                 ? policy_.outcome()
+                 : "; the communicator is kept (it did not fail): the group's later calls "
+                   "raise this error");
   if (explain && hooks_.explain) {
     try {
       std::string why = hooks_.explain(at);
@@ -264,8 +269,8 @@ void Watchdog::handle(const std::string& msg, bool explain, uint64_t at,
   // Policies 0 and 2: the program sees the error; the report is logged now,
   // and the process ends if no program thread raises it in time.
   log_report(report);
-  fail_all(report, policy_.aborts() ? Release::kAbortWhenRaised : Release::kKeep);
-  if (policy_.aborts() && comm && group_) {
+  fail_all(report, aborts ? Release::kAbortWhenRaised : Release::kKeep);
+  if (aborts && comm && group_) {
     group_->abort_when_raised(comm);
   }
   if (!unraised_ && !(group_ && group_->raised())) {
@@ -281,7 +286,7 @@ void Watchdog::report(const std::string& msg) {
     std::lock_guard<std::mutex> lock(mutex_);
     comm = comm_;
   }
-  handle(msg, false, 0, comm);
+  handle(msg, false, 0, comm, false);
 }
 
 void Watchdog::fail_all(const std::string& msg, Release release) {

@@ -81,11 +81,13 @@ class Watchdog {
   // A timeout, mismatch or NCCL error found: the report (with the desync
   // explanation if `explain`, at sequence number `at`), then the policy:
   // fail, abort `comm` and the works' communicators, end the process.
-  // Any thread; one report at a time.
+  // Any thread; one report at a time.  `release`: false for an error that
+  // leaves the communicator healthy (nothing is aborted for it).
   void handle(const std::string& msg, bool explain, uint64_t at,
-              const std::shared_ptr<Communicator>& comm);
-  // An error found outside the sweep (the NaN check, nan_watch.h), from any
-  // thread: handle()d without explanation, with the group's communicator.
+              const std::shared_ptr<Communicator>& comm, bool release = true);
+  // An error of the data, not of the communication, found outside the sweep
+  // (the NaN check, nan_watch.h), from any thread: policies 1 and 3 end the
+  // process; 0 and 2 fail the group without aborting its communicator.
   void report(const std::string& msg);
 
  private:

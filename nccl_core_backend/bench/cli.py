@@ -108,8 +108,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--iters", type=_positive_int, default=None,
                    help="timed calls per backend and size (default: 200, fewer from 16 MiB, >= 10)")
     p.add_argument("--warmup", type=_count, default=5, help="untimed calls first (default 5)")
-    p.add_argument("--rounds", type=_positive_int, default=4,
-                   help="rounds that alternate the backends (default 4)")
+    p.add_argument("--rounds", type=_positive_int, default=None,
+                   help="rounds that alternate the backends (default 4; 11 with --tooling, "
+                        "whose samples are short)")
     p.add_argument("--graph", type=_positive_int, nargs="?", const=100, default=0, metavar="N",
                    help="also time CUDA-graph replay of N all_reduces (N default 100) "
                         "at each size up to --graph-max-bytes")
@@ -152,6 +153,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     if args.tooling and args.plot:
         p.error("--plot draws collectives and workloads; --tooling's rows are a table "
                 "(--json keeps them)")
+    if args.rounds is None:
+        args.rounds = 11 if args.tooling else 4
     if args.sizes is None:
         args.sizes = parse_sizes(TOOLING_SIZES if args.tooling else DEFAULT_SIZES)
     if args.model_dim % args.model_heads:

@@ -39,10 +39,6 @@ _NCCL_ENV = {"default": {}, "timing": {"TORCH_NCCL_ENABLE_TIMING": "1"},
              "hook": {"TORCH_NCCL_ENABLE_TIMING": "1"}}
 
 
-def _ignore(_info) -> None:
-    """The registered hook: does nothing, so the row measures the mechanism."""
-
-
 def _core_group(ranks: list, setting: str):
     import nccl_core_backend as nc
 
@@ -66,6 +62,24 @@ def _nccl_group(ranks: list, setting: str):
                 os.environ[k] = v
 
 
+class HookCount:
+    """The registered hook: counts the ops it was told of, nothing more, so
+    the row measures the mechanism."""
+
+    def __init__(self) -> None:
+        self.seen = 0
+
+    def __call__(self, _info) -> None:
+        self.seen += 1
+
+    def drain(self, issued: int, limit_s: float = 5.0) -> None:
+        """Waits until the hook ran for all `issued` ops: its thread takes the
+        GIL, and a backlog would slow whichever group is timed next."""
+        deadline = time.monotonic() + limit_s
+        while self.seen < issued and time.monotonic() < deadline:
+            time.sleep(0.0005)
+
+
 def make_groups(world: int) -> dict:
     """(backend, setting) -> group, created in the same order on every rank."""
     ranks = list(range(world))
@@ -73,10 +87,16 @@ def make_groups(world: int) -> dict:
     for setting in SETTINGS:
         groups[(CORE, setting)] = _core_group(ranks, setting)
         groups[(NCCL, setting)] = _nccl_group(ranks, setting)
-        if setting == "hook":
-            for backend in (CORE, NCCL):
-                groups[(backend, setting)]._register_on_completion_hook(_ignore)
     return groups
+
+
+def register_hooks(groups: dict) -> dict:
+    """A HookCount on each backend's "hook" group; key -> HookCount."""
+    hooks = {}
+    for backend in (CORE, NCCL):
+        hooks[(backend, "hook")] = HookCount()
+        groups[(backend, "hook")]._register_on_completion_hook(hooks[(backend, "hook")])
+    return hooks
 
 
 def check_group(job, group, numel: int) -> bool:
@@ -106,21 +126,35 @@ def loop_us(group, t: torch.Tensor, iters: int) -> float:
 def run_tooling(job, sizes: list[int], iters: int, warmup: int, rounds: int, progress) -> list:
     """One row per (setting, size): both backends' µs per call, their ratio, checks."""
     groups = make_groups(job.world)
-    correct = {key: check_group(job, g, 4099) for key, g in groups.items()}
+    hooks = register_hooks(groups)
+    issued = {key: 0 for key in groups}  # ops per group, for the hooks' drain
+
+    def settle(key) -> None:
+        if key in hooks:
+            hooks[key].drain(issued[key])
+        job.sync()
+
+    correct = {}
+    for key, g in groups.items():
+        correct[key] = check_group(job, g, 4099)
+        issued[key] += 1
     order = list(groups)
     rows = []
     for size in sizes:
-        # Zeros: a SUM loop stays finite (inf would not trip the NaN check,
-        # but zeros keep every setting's data alike).
+        # Zeros: a SUM loop stays finite, and every setting sends alike.
         t = torch.zeros(max(1, size // 4), device=job.device)
         samples: dict = {key: [] for key in order}
         for key in order:
             for _ in range(warmup):
                 dist.all_reduce(t, group=groups[key])
+            issued[key] += warmup
+            settle(key)
         for r in range(rounds):
             for key in order if r % 2 == 0 else reversed(order):
                 job.sync()
                 samples[key].append(loop_us(groups[key], t, iters))
+                issued[key] += iters
+                settle(key)
         for setting in SETTINGS:
             core = statistics.median(samples[(CORE, setting)])
             nccl = statistics.median(samples[(NCCL, setting)])

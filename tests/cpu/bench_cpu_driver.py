@@ -59,6 +59,7 @@ def _worker(rank: int, world: int, port: int, broken: str, argv: list) -> None:
 
     main_mod.check_cuda = lambda local: torch.device("cpu")
     tooling.make_groups = tooling_groups
+    tooling.register_hooks = lambda groups: {}  # gloo runs no completion hooks
     tooling.loop_us = loop_wall_clock
     job.start_job = start_job
     timing.time_calls = wall_clock

@@ -355,6 +355,7 @@ def test_defaults():
     assert cli.parse_args(["--memory", "nccl"]).memory == "nccl"
     t = cli.parse_args(["--tooling"])
     assert t.tooling and t.sizes == [4 * 1024, 1 << 20] and not a.tooling
+    assert a.rounds == 4 and t.rounds == 11
     assert cli.parse_args(["--tooling", "--sizes", "8B"]).sizes == [8]
     with pytest.raises(SystemExit):
         cli.parse_args(["--tooling", "--plot", "x.png"])

@@ -39,6 +39,10 @@ The group's timeout is 3 s.  Scenarios:
   thread aborts the group after 1 s; the next call must raise at once and
   the process must not hang (the queued kernel leaves without touching the
   unmapped window).
+- ``nan``: with ``TORCH_NCCL_NAN_CHECK=1``, an async all_reduce sends NaN
+  (element 5) and nothing waits on it.  ``--call``: the program calls the
+  group again after 0.5 s (prints ``RAISED``); else it sleeps 6 s and prints
+  ``NO ERROR`` if it is still alive.
 - ``heartbeat``: the watchdog is stalled for 60 s (a test hook) with
   ``TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC=2``: the monitor must end the process.
 TORCH_NCCL_ASYNC_ERROR_HANDLING comes from the environment.
@@ -220,6 +224,20 @@ def main() -> int:
         spin(8)
         dist.all_reduce(x)  # fast path, queued behind the spin
         abort_meanwhile(device, x)  # the spin ends; the queued kernel leaves
+    if scenario == "nan":
+        y = torch.ones(4096, device=device)
+        y[5] = float("nan")
+        work = dist.all_reduce(y, async_op=True)  # nothing waits on it
+        torch.cuda.synchronize()
+        print(f"FAULT at {time.time():.3f}", flush=True)
+        if "--call" in sys.argv:
+            time.sleep(0.5)
+            call_until_raised(x, 5)
+        else:
+            time.sleep(6)
+            print("NO ERROR", flush=True)
+        del work
+        os._exit(0)
     if scenario == "heartbeat":
         pg = dist.distributed_c10d._get_default_group()._get_backend(device)
         pg._stall_watchdog(datetime.timedelta(seconds=60))

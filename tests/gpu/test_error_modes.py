@@ -160,3 +160,32 @@ def test_skipped_call_never_synchronizes_in_silence(mode, peer):
     end = raised if raised is not None else ended
     assert end is not None, f"neither raised nor torn down with the report:\n{log[-4000:]}"
     assert end - fault <= TIMEOUT_S + 5, (end - fault, log[-4000:])
+
+
+NAN = {"TORCH_NCCL_NAN_CHECK": "1"}
+
+
+@pytest.mark.parametrize("mode", [1, 3])
+def test_nan_ends_the_process_with_the_report(mode):
+    # As backend nccl's device trap ends it; the report names op and element.
+    p, seconds, log = launch("nan", 1, mode, env_extra=NAN)
+    assert p.returncode != 0 and "NO ERROR" not in log and "RAISED" not in log, log[-4000:]
+    for part in ("NaN check", "allreduce (seq 2", "element 5", "ending the process"):
+        assert part in log, (part, log[-4000:])
+    assert seconds < 60, seconds
+
+
+@pytest.mark.parametrize("mode", [0, 2])
+def test_nan_raises_at_the_next_call(mode):
+    p, _, log = launch("nan", 1, mode, "--call", env_extra=NAN)
+    assert p.returncode == 0, log[-4000:]
+    assert "RAISED DistBackendError" in p.stdout and "element 5" in p.stdout, log[-4000:]
+    # A NaN is no communication failure: nothing is aborted for it.
+    assert "communicator is kept" in p.stdout and "aborted" not in p.stdout, log[-4000:]
+
+
+@pytest.mark.parametrize("mode", [0, 2])
+def test_unraised_nan_ends_the_process(mode):
+    p, _, log = launch("nan", 1, mode, env_extra=NAN)
+    assert p.returncode != 0 and "NO ERROR" not in p.stdout, log[-4000:]
+    assert "NaN check" in log and "reached no program thread" in log, log[-4000:]

@@ -49,10 +49,14 @@ def nan_check_raises_at_next_call(ctx):
         _checked_all_reduce(ctx, g, 257, 40 + i, f"{dtype} group before the NaN")
         t = _with_nan(ctx, dtype, n, index, offset, salt=i)
         out = torch.empty(n * ctx.world, dtype=dtype, device=ctx.device)
-        dist.all_gather_into_tensor(out, t, group=g)  # runs: no host wait, no refusal
-        e = expect_raises(dist.DistBackendError,
-                          lambda: dist.all_reduce(torch.ones(4, device=ctx.device), group=g),
-                          "NaN")
+
+        def send_then_call():
+            # The op runs (no host wait, no refusal); torch's wait() inside
+            # it raises if the GPU scanned the data by then, else the next call.
+            dist.all_gather_into_tensor(out, t, group=g)
+            dist.all_reduce(torch.ones(4, device=ctx.device), group=g)
+
+        e = expect_raises(dist.DistBackendError, send_then_call, "NaN")
         text = str(e)
         if e is not None and (f"element {index})" not in text or "all_gather_into_tensor" not in text
                               or "seq" not in text):
@@ -76,16 +80,24 @@ def nan_check_wait_raises(ctx):
 
 @case(min_world=1)
 def nan_check_watchdog_reports(ctx):
-    """With no later call, the watchdog hands the NaN to the error policy;
-    under policy 2 (the harness's) the next call raises it, a grace later."""
+    """With no call and no wait, the watchdog finds the NaN and hands it to
+    the error policy (under the harness's policy 2 the group fails, its
+    communicator kept); Work.wait() then raises it, within the grace."""
     g = _group(ctx, nan_check=True)
+    be = g._get_backend(ctx.device)
+    _checked_all_reduce(ctx, g, 257, 9, "before the NaN")
     t = _with_nan(ctx, torch.float32, 4096, 100, 0, salt=5)
-    dist.all_reduce(t, group=g)
+    work = dist.all_reduce(t, group=g, async_op=True)  # nothing waits on it yet
     torch.cuda.synchronize(ctx.device)
-    time.sleep(1.0)  # watchdog sweeps; within the 2 s unraised-error grace
+    success = torch._C._distributed_c10d.ErrorType.SUCCESS
+    deadline = time.monotonic() + 1.5  # the watchdog sweeps every 100 ms
+    while be.get_error() == success and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if be.get_error() == success:
+        fail("the watchdog did not report the NaN within 1.5 s")
+    expect_raises(dist.DistBackendError, work.wait, "element 100")
     expect_raises(dist.DistBackendError,
-                  lambda: dist.all_reduce(torch.ones(4, device=ctx.device), group=g),
-                  "element 100")
+                  lambda: dist.all_reduce(torch.ones(4, device=ctx.device), group=g), "NaN")
 
 
 @case(min_world=1)
