@@ -111,6 +111,9 @@ class ProcessGroupNcclCore(Backend):
     def memory_stats(self) -> dict[str, int]:
         """NCCL's memory statistics of the communicator (NCCL >= 2.29.7)."""
     def _is_initialized(self) -> bool: ...
+    def _error_message(self) -> str:
+        """The error this group failed with, '' while it has not (found by the watchdog
+        before any call raised it, too)."""
 
 class CommResource:
     def close(self) -> None: ...

@@ -402,6 +402,11 @@ void Backend::record_error(const std::string& msg, bool from_watchdog) {
   }
 }
 
+std::string Backend::error_message() const {
+  std::lock_guard<std::mutex> lock(error_mutex_);
+  return failed_.load() ? error_ : std::string();
+}
+
 c10d::ErrorType Backend::getError() {
   if (!failed_.load()) {
     return c10d::ErrorType::SUCCESS;

@@ -206,6 +206,8 @@ class Backend : public c10d::Backend {
   void stall_watchdog(std::chrono::milliseconds pause);
   // The flight recorder's lines, oldest first (tests, debugging).
   std::vector<std::string> recorded_ops() const;
+  // The error the group failed with ("" while it has not).
+  std::string error_message() const;
 
   // Buffer view of a tensor: pointer, element count and NCCL type.  Complex
   // tensors are pairs of their real type.  Checks device and layout.

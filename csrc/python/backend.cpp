@@ -208,6 +208,10 @@ void bind_backend(py::module_& m) {
       .def("_push_calls", &Backend::push_calls)
       .def("_recorded_ops", &Backend::recorded_ops,
            "The flight recorder's entries, oldest first: 'seq N OP DTYPE IN>OUT done|pending'.")
+      .def("_error_message", &Backend::error_message,
+           "The error this group failed with (a timeout, an NCCL error, a desync, a NaN "
+           "found by the NaN check), '' while it has not; the watchdog may have found it "
+           "before any call raised it.")
       .def("_stall_watchdog", &Backend::stall_watchdog, py::arg("pause"),
            "Tests: the watchdog sleeps `pause` before its next sweep (a stuck watchdog).")
       .def("_add_ephemeral_timeout", &Backend::add_ephemeral_timeout, py::arg("timeout"),

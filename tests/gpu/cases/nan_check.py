@@ -52,8 +52,10 @@ def nan_check_raises_at_next_call(ctx):
 
         def send_then_call():
             # The op runs (no host wait, no refusal); torch's wait() inside
-            # it raises if the GPU scanned the data by then, else the next call.
+            # it raises if the GPU scanned the data by then, else the next
+            # call once the GPU has (ranks sharing a GPU take turns on it).
             dist.all_gather_into_tensor(out, t, group=g)
+            torch.cuda.synchronize(ctx.device)
             dist.all_reduce(torch.ones(4, device=ctx.device), group=g)
 
         e = expect_raises(dist.DistBackendError, send_then_call, "NaN")
@@ -89,12 +91,11 @@ def nan_check_watchdog_reports(ctx):
     t = _with_nan(ctx, torch.float32, 4096, 100, 0, salt=5)
     work = dist.all_reduce(t, group=g, async_op=True)  # nothing waits on it yet
     torch.cuda.synchronize(ctx.device)
-    success = torch._C._distributed_c10d.ErrorType.SUCCESS
     deadline = time.monotonic() + 1.5  # the watchdog sweeps every 100 ms
-    while be.get_error() == success and time.monotonic() < deadline:
+    while not be._error_message() and time.monotonic() < deadline:
         time.sleep(0.01)
-    if be.get_error() == success:
-        fail("the watchdog did not report the NaN within 1.5 s")
+    if "element 100" not in be._error_message():
+        fail(f"the watchdog did not report the NaN within 1.5 s: {be._error_message()!r}")
     expect_raises(dist.DistBackendError, work.wait, "element 100")
     expect_raises(dist.DistBackendError,
                   lambda: dist.all_reduce(torch.ones(4, device=ctx.device), group=g), "NaN")
