@@ -10,7 +10,8 @@ bool, every rank's check passed).  A workload row holds ``workload``,
 ``correct``, ``check`` and, where a step without communication was timed,
 ``baseline``, ``comm_us`` (per backend) and ``comm_ratio``.  A tooling row
 (``--tooling``) holds ``setting``, ``bytes``, ``iters``, ``rounds``, the two
-timings (``us`` per all_reduce), ``ratio`` and ``correct``.
+timings (``us`` per all_reduce until the GPU finished, ``host_us`` until the
+last call returned), ``ratio``, ``host_ratio`` and ``correct``.
 """
 
 from __future__ import annotations
@@ -71,11 +72,14 @@ def workloads_table(rows: list[dict]) -> str:
 
 def tooling_table(rows: list[dict]) -> str:
     """Markdown: one line per (setting, size); µs per all_reduce."""
-    lines = ["| setting | size | nccl_core µs | nccl µs | ratio | correct |",
-             "|---|---:|---:|---:|---:|---|"]
+    lines = ["| setting | size | nccl_core µs | nccl µs | ratio | nccl_core host µs | "
+             "nccl host µs | host ratio | correct |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---|"]
     for r in rows:
-        lines.append(f"| {r['setting']} | {format_bytes(r['bytes'])} | {_us(r[CORE]['us'])} | "
-                     f"{_us(r[NCCL]['us'])} | {_ratio(r['ratio'])} | "
+        c, n = r[CORE], r[NCCL]
+        lines.append(f"| {r['setting']} | {format_bytes(r['bytes'])} | {_us(c['us'])} | "
+                     f"{_us(n['us'])} | {_ratio(r['ratio'])} | {_us(c['host_us'])} | "
+                     f"{_us(n['host_us'])} | {_ratio(r['host_ratio'])} | "
                      f"{correct_cell(r['correct'])} |")
     return "\n".join(lines)
 

@@ -14,7 +14,9 @@ hook          an on-completion hook           the same hook, with timing on (bac
 
 A sample is the time per call of a loop of float32 SUM all_reduces, timed
 until the GPU finished them (the host's cost per call where that is the
-bottleneck, as in a training step's small collectives); the settings and
+bottleneck, as in a training step's small collectives), and until the last
+call returned (``host_us``: what the switches cost the host, also where the
+GPU is the bottleneck, as with ranks sharing one GPU); the settings and
 backends take turns in rounds, and the median of the rounds is reported.
 Before timing, every group's all_reduce of fresh random integers is checked
 against a float64 CPU sum on every element.
@@ -113,14 +115,17 @@ def check_group(job, group, numel: int) -> bool:
     return bool(torch.equal(t.cpu().double(), expected))
 
 
-def loop_us(group, t: torch.Tensor, iters: int) -> float:
-    """µs per call of `iters` all_reduces, until the GPU finished them."""
+def loop_us(group, t: torch.Tensor, iters: int) -> tuple[float, float]:
+    """µs per call of `iters` all_reduces: until the last call returned (the
+    host's cost, what the switches add), and until the GPU finished them."""
     torch.cuda.synchronize(t.device)
     start = time.perf_counter()
     for _ in range(iters):
         dist.all_reduce(t, group=group)
+    issued = time.perf_counter()
     torch.cuda.synchronize(t.device)
-    return (time.perf_counter() - start) / iters * 1e6
+    done = time.perf_counter()
+    return (issued - start) / iters * 1e6, (done - start) / iters * 1e6
 
 
 def run_tooling(job, sizes: list[int], iters: int, warmup: int, rounds: int, progress) -> list:
@@ -156,11 +161,13 @@ def run_tooling(job, sizes: list[int], iters: int, warmup: int, rounds: int, pro
                 issued[key] += iters
                 settle(key)
         for setting in SETTINGS:
-            core = statistics.median(samples[(CORE, setting)])
-            nccl = statistics.median(samples[(NCCL, setting)])
+            core, nccl = ({"us": statistics.median(s for _, s in samples[(b, setting)]),
+                           "host_us": statistics.median(h for h, _ in samples[(b, setting)])}
+                          for b in (CORE, NCCL))
             rows.append({"setting": setting, "bytes": t.numel() * 4, "iters": iters,
-                         "rounds": rounds, CORE: {"us": core}, NCCL: {"us": nccl},
-                         "ratio": core / nccl,
+                         "rounds": rounds, CORE: core, NCCL: nccl,
+                         "ratio": core["us"] / nccl["us"],
+                         "host_ratio": core["host_us"] / nccl["host_us"],
                          "correct": {CORE: correct[(CORE, setting)],
                                      NCCL: correct[(NCCL, setting)]}})
             progress.step(f"tooling {setting} {size}B")

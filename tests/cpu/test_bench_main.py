@@ -82,6 +82,8 @@ def test_tooling_rows_table_and_json(tmp_path):
         (s, b) for b in (4096, 1 << 20) for s in settings]
     assert all(r["correct"] == {"nccl_core": True, "nccl": True} for r in rows)
     assert all(r["ratio"] == pytest.approx(r["nccl_core"]["us"] / r["nccl"]["us"]) for r in rows)
+    assert all(r["host_ratio"] == pytest.approx(r["nccl_core"]["host_us"] / r["nccl"]["host_us"])
+               for r in rows)
     assert "| nan check | 1 MiB |" in p.stdout and "WRONG" not in p.stdout
 
 
