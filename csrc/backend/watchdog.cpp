@@ -103,7 +103,7 @@ bool Watchdog::check_progress(std::chrono::steady_clock::time_point now) {
     return true;
   }
   handle("nccl_core: caught collective operation timeout: a collective on the fast path "
-         "(call " + std::to_string(done + 1) + " of the group's plain calls) made no progress for " +
+         "(call " + std::to_string(done + 1) + " of the group's plain calls) timed out: no progress for " +
              std::to_string(timeout.count()) + " ms",
          true, 0, comm);  // aborting `comm` ends the kernel waiting in its barrier
   since_ = now;
