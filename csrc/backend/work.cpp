@@ -32,17 +32,6 @@ Work::Work(int rank, c10d::OpType type, uint64_t seq, at::Device device,
 
 Work::~Work() = default;
 
-void Work::release_resources() {
-  outputs.clear();
-  stash.clear();
-  epilogue.clear();
-  nan_watch.reset();
-  {
-    std::lock_guard<std::mutex> lock(future_mutex_);
-    future_.reset();
-  }
-}
-
 void Work::record_end(const c10::cuda::CUDAStream& stream) {
   if (timer) {
     end_event_.enable_timing();  // the op's end is also its timer's

@@ -40,12 +40,6 @@ class Work : public c10d::Work {
        bool blocking_wait, const char* profiling_title = nullptr,
        const std::vector<at::Tensor>* inputs = nullptr);
   ~Work() override;
-  // The last strong reference went while a weak one remains (the flight
-  // recorder's): c10 destroys the members only when the weak one goes too,
-  // so the tensors are dropped here, or every op's outputs would live on
-  // until the recorder's ring overwrote its entry.
-  // (Public: c10::intrusive_ptr<Work> calls it through this type.)
-  void release_resources() override;
 
   // A host-side wait that times out aborts the communicator (else it only
   // fails this work): error policy 0 keeps it.
