@@ -111,3 +111,16 @@ def test_collectives_in_nccl_memory():
     rows = result["collectives"]
     assert result["meta"]["memory"] == "nccl" and len(rows) == 5 * 5 + 2
     assert all(r["correct"] == {"nccl_core": True, "nccl": True} and r["ratio"] > 0 for r in rows)
+
+
+def test_tooling_rows_checked():
+    result, out = _bench("tooling", "--tooling", "--iters", "20", "--rounds", "2", "--warmup", "2")
+    rows = result["tooling"]
+    assert [(r["setting"], r["bytes"]) for r in rows] == [
+        (s, b) for b in (4096, 1 << 20) for s in ("default", "timing", "nan check", "hook")]
+    for r in rows:
+        assert r["correct"] == {"nccl_core": True, "nccl": True}, r
+        for b in ("nccl_core", "nccl"):
+            assert 0 < r[b]["host_us"] <= r[b]["us"] * 1.01, r
+        assert r["ratio"] > 0 and r["host_ratio"] > 0, r
+    assert "| nan check | 4 KiB |" in out and "WRONG" not in out
