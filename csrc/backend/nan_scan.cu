@@ -104,30 +104,23 @@ cudaError_t launch(const void* data, int64_t values, int per_element, unsigned l
 cudaError_t launch_nan_scan(const void* data, int64_t values, NanFormat format,
                             int values_per_element, unsigned long long seq, unsigned input,
                             NanReport* report, int blocks_limit, cudaStream_t stream) {
-  using u64 = unsigned long long;
-  using u32 = unsigned int;
-  using u16 = unsigned short;
-  using u8 = unsigned char;
-  const int per = values_per_element;
-  switch (format) {
-    case NanFormat::kF64:
-      return launch<u64, NanFormat::kF64>(data, values, per, seq, input, report, blocks_limit, stream);
-    case NanFormat::kF32:
-      return launch<u32, NanFormat::kF32>(data, values, per, seq, input, report, blocks_limit, stream);
-    case NanFormat::kF16:
-      return launch<u16, NanFormat::kF16>(data, values, per, seq, input, report, blocks_limit, stream);
-    case NanFormat::kBF16:
-      return launch<u16, NanFormat::kBF16>(data, values, per, seq, input, report, blocks_limit, stream);
-    case NanFormat::kF8E4M3FN:
-      return launch<u8, NanFormat::kF8E4M3FN>(data, values, per, seq, input, report, blocks_limit, stream);
-    case NanFormat::kF8E5M2:
-      return launch<u8, NanFormat::kF8E5M2>(data, values, per, seq, input, report, blocks_limit, stream);
-    case NanFormat::kF8Fnuz:
-      return launch<u8, NanFormat::kF8Fnuz>(data, values, per, seq, input, report, blocks_limit, stream);
-    case NanFormat::kF8E8M0:
-      return launch<u8, NanFormat::kF8E8M0>(data, values, per, seq, input, report, blocks_limit, stream);
+  using Launch = cudaError_t (*)(const void*, int64_t, int, unsigned long long, unsigned,
+                                 NanReport*, int, cudaStream_t);
+  // Indexed by NanFormat, in its order.
+  static constexpr Launch kLaunch[] = {
+      &launch<unsigned long long, NanFormat::kF64>, &launch<unsigned, NanFormat::kF32>,
+      &launch<unsigned short, NanFormat::kF16>,     &launch<unsigned short, NanFormat::kBF16>,
+      &launch<unsigned char, NanFormat::kF8E4M3FN>, &launch<unsigned char, NanFormat::kF8E5M2>,
+      &launch<unsigned char, NanFormat::kF8Fnuz>,   &launch<unsigned char, NanFormat::kF8E8M0>,
+  };
+  static_assert(sizeof(kLaunch) / sizeof(kLaunch[0]) ==
+                static_cast<size_t>(NanFormat::kF8E8M0) + 1, "one launcher per NanFormat");
+  const auto index = static_cast<size_t>(format);
+  if (index >= sizeof(kLaunch) / sizeof(kLaunch[0])) {
+    return cudaErrorInvalidValue;
   }
-  return cudaErrorInvalidValue;
+  return kLaunch[index](data, values, values_per_element, seq, input, report, blocks_limit,
+                        stream);
 }
 
 }  // namespace nccl_core

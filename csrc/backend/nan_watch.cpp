@@ -124,14 +124,13 @@ bool NanWatch::handle_if_found() {
     return false;
   }
   std::string report = message();
-  std::unique_lock<std::mutex> lock(mutex_);
+  std::lock_guard<std::mutex> lock(mutex_);
   if (!handled_) {
     handled_ = true;
     // Under the lock: a thread that finds the NaN meanwhile waits until the
     // group's error is recorded (or the process ends), then raises it.
     if (handler_) {
-      Handler handler = handler_;
-      handler(report);
+      handler_(report);
     }
   }
   return true;

@@ -23,9 +23,6 @@ Communicator::~Communicator() {
   // An owner that forgot to finalize must not leak the comm; abort never
   // blocks on peers, unlike destroy.
   abort();
-  if (int* flag = abort_flag_host_.load()) {
-    (void)cudaFreeHost(flag);
-  }
 }
 
 void Communicator::raise_abort_flag() noexcept {
@@ -36,21 +33,14 @@ void Communicator::raise_abort_flag() noexcept {
 
 const volatile int* Communicator::abort_flag() {
   std::lock_guard<std::mutex> lock(abort_flag_mutex_);
-  if (abort_flag_host_.load() == nullptr) {
+  if (!abort_flag_mem_) {
     DeviceScope scope(device_);
-    void* host = nullptr;
-    NCCL_CORE_CUDA_CHECK(cudaHostAlloc(&host, sizeof(int), cudaHostAllocMapped | cudaHostAllocPortable));
+    abort_flag_mem_ = std::make_unique<MappedHost>(sizeof(int));
+    int* host = static_cast<int*>(abort_flag_mem_->host());
     *static_cast<volatile int*>(host) = state_.load() == State::Aborted ? 1 : 0;
-    void* dev = nullptr;
-    cudaError_t err = cudaHostGetDevicePointer(&dev, host, 0);
-    if (err != cudaSuccess) {
-      (void)cudaFreeHost(host);
-      api::cuda_check(err, "cudaHostGetDevicePointer");
-    }
-    abort_flag_device_ = static_cast<const volatile int*>(dev);
-    abort_flag_host_ = static_cast<int*>(host);
+    abort_flag_host_ = host;
   }
-  return abort_flag_device_;
+  return static_cast<const volatile int*>(abort_flag_mem_->device());
 }
 
 void Communicator::before_abort(std::function<void()> drain) {

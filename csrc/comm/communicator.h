@@ -24,6 +24,7 @@
 
 #include "comm/host_call.h"
 #include "nccl/newer.h"
+#include "util/mapped_host.h"
 
 namespace nccl_core {
 
@@ -225,8 +226,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::vector<std::shared_ptr<Resource>> resources_;
   std::vector<std::pair<std::string, std::weak_ptr<Resource>>> attachments_;
   std::mutex abort_flag_mutex_;
-  std::atomic<int*> abort_flag_host_{nullptr};  // pinned, mapped
-  const volatile int* abort_flag_device_ = nullptr;
+  std::unique_ptr<MappedHost> abort_flag_mem_;  // under abort_flag_mutex_; made once
+  std::atomic<int*> abort_flag_host_{nullptr};  // abort_flag_mem_'s host view
   std::mutex before_abort_mutex_;
   std::vector<std::function<void()>> before_abort_;
   std::vector<std::function<void()>> before_close_;  // under before_abort_mutex_

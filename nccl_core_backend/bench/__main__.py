@@ -106,8 +106,8 @@ def _combine_checks(job, result: dict) -> None:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
-        local = check_launch()
-        device = check_cuda(local)
+        check_launch()
+        device = check_cuda()
     except BenchError as e:
         print(f"nccl_core_backend.bench: error: {e}", file=sys.stderr)
         return 2

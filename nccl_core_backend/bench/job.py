@@ -42,25 +42,21 @@ def check_launch(environ=os.environ) -> int:
     return local
 
 
-def check_cuda(local_rank: int, environ=os.environ) -> torch.device:
-    """The GPU of this rank; BenchError when there is none.  Where the node's
-    ranks outnumber its GPUs they run as simulated hosts (nccl_core_backend.
-    simhosts: sockets between ranks sharing a GPU, for correctness and host
-    costs, not for bandwidth)."""
+def check_cuda(environ=os.environ) -> torch.device:
+    """The GPU of this rank (LOCAL_RANK, checked by check_launch); BenchError
+    when there is none.  Where the node's ranks outnumber its GPUs they run
+    as simulated hosts (nccl_core_backend.simhosts: sockets between ranks
+    sharing a GPU, for correctness and host costs, not for bandwidth)."""
     if not torch.cuda.is_available():
         raise BenchError("no CUDA GPU visible (torch.cuda.is_available() is False): the bench "
                          "times GPU collectives and needs a GPU")
     from nccl_core_backend import simhosts
 
-    env = dict(environ, LOCAL_RANK=str(local_rank))
     try:
-        device = simhosts.local_device(env, torch.cuda.device_count())
+        # Sets the rank's host id before any communicator exists.
+        return simhosts.local_device(environ, torch.cuda.device_count())
     except ValueError as e:
         raise BenchError(str(e)) from None
-    for name in ("NCCL_HOSTID", "NCCL_SOCKET_IFNAME"):  # set before any communicator
-        if name in env:
-            environ[name] = env[name]
-    return device
 
 
 def init_side_by_side(device: torch.device):

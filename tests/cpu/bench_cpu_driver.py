@@ -58,7 +58,7 @@ def _worker(rank: int, world: int, port: int, broken: str, argv: list) -> None:
         us = (time.perf_counter() - start) / iters * 1e6
         return us, us
 
-    main_mod.check_cuda = lambda local: torch.device("cpu")
+    main_mod.check_cuda = lambda: torch.device("cpu")
     tooling.make_groups = tooling_groups
     tooling.register_hooks = lambda groups: {}  # gloo runs no completion hooks
     tooling.loop_us = loop_wall_clock
@@ -89,7 +89,12 @@ def main() -> int:
         args = args[2:]
     if args and args[0] == "--":
         args = args[1:]
-    port = 32000 + os.getpid() % 2000
+    import socket
+
+    # A port the system says is free now (a pid-derived one collided at times).
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
     ctx = mp.get_context("spawn")
     procs = [ctx.Process(target=_worker, args=(r, world, port, broken, args)) for r in range(world)]
     for p in procs:

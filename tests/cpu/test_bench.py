@@ -414,7 +414,7 @@ def test_launch_checks():
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error on a machine without a GPU")
 def test_no_cuda_is_a_clear_error():
     with pytest.raises(BenchError, match="no CUDA GPU visible"):
-        check_cuda(0)
+        check_cuda()
 
 
 def test_command_outside_torchrun():

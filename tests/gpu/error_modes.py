@@ -184,18 +184,13 @@ def main() -> int:
         time.sleep(20)
         print(f"FINISHED rank {rank}", flush=True)
         return 0
-    if scenario == "mismatch_fast":
-        y = torch.ones(1024 if rank == 0 else 2048, device=device)
+    if scenario in ("mismatch_fast", "mismatch_size"):
+        # (rank that differs, its elements, everyone else's)
+        odd, mine, others = (0, 1024, 2048) if scenario == "mismatch_fast" else (1, 1 << 19, 1 << 18)
+        y = torch.ones(mine if rank == odd else others, device=device)
         dist.all_reduce(y)
         torch.cuda.synchronize()
-        time.sleep(15)  # the watchdog finds the record meanwhile
-        print(f"FINISHED rank {rank}", flush=True)
-        return 0
-    if scenario == "mismatch_size":
-        y = torch.ones((1 << 19) if rank == 1 else (1 << 18), device=device)
-        dist.all_reduce(y)
-        torch.cuda.synchronize()
-        time.sleep(15)  # the watchdog finds the desync meanwhile
+        time.sleep(15)  # the watchdog finds the mismatch meanwhile
         print(f"FINISHED rank {rank}", flush=True)
         return 0
     if scenario == "abort_nccl":
