@@ -19,6 +19,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 import nccl_core_backend  # noqa: E402, F401  - registers "nccl_core"
+from nccl_core_backend import simhosts  # noqa: E402
 
 
 def main() -> None:
@@ -27,9 +28,8 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=10, help="timed all-reduces")
     args = parser.parse_args()
 
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device("cuda", local_rank)
-    torch.cuda.set_device(device)
+    # cuda:LOCAL_RANK, or a simulated host where the ranks outnumber the GPUs.
+    device = simhosts.rank_device("allreduce.py")
     # device_id= creates the communicator now instead of at the first call.
     dist.init_process_group(backend="nccl_core", device_id=device)
     rank, world = dist.get_rank(), dist.get_world_size()

@@ -18,6 +18,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.distributed._functional_collectives as funcol  # noqa: E402
 
 import nccl_core_backend  # noqa: E402, F401  - registers "nccl_core"
+from nccl_core_backend import simhosts  # noqa: E402
 
 
 def step(x: torch.Tensor, w: torch.Tensor, group) -> torch.Tensor:
@@ -29,9 +30,7 @@ def step(x: torch.Tensor, w: torch.Tensor, group) -> torch.Tensor:
 
 
 def main() -> None:
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device("cuda", local_rank)
-    torch.cuda.set_device(device)
+    device = simhosts.rank_device("compile_funcol.py")
     dist.init_process_group("nccl_core", device_id=device)
     rank, world = dist.get_rank(), dist.get_world_size()
     group = dist.group.WORLD

@@ -27,6 +27,7 @@ import torch.nn as nn  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
 import nccl_core_backend  # noqa: E402, F401  - registers "nccl_core"
+from nccl_core_backend import simhosts  # noqa: E402
 
 
 class MLP(nn.Module):
@@ -63,9 +64,7 @@ def main() -> None:
     if args.steps < 1:
         p.error("--steps must be >= 1")
 
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device("cuda", local_rank)
-    torch.cuda.set_device(device)
+    device = simhosts.rank_device("ddp_train.py")
     dist.init_process_group(backend=args.backend, device_id=device)
     rank, world = dist.get_rank(), dist.get_world_size()
 
@@ -74,7 +73,7 @@ def main() -> None:
     # (DDP would broadcast rank 0's weights anyway).
     torch.manual_seed(args.seed)
     teacher = MLP(d_in, 128, d_out, depth=2).to(device).eval()
-    model = DDP(MLP(d_in, args.hidden, d_out).to(device), device_ids=[local_rank])
+    model = DDP(MLP(d_in, args.hidden, d_out).to(device), device_ids=[device.index])
     if args.comm_hook != "none":
         from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 

@@ -24,6 +24,7 @@ from torch.distributed.tensor.parallel import (  # noqa: E402
 )
 
 import nccl_core_backend  # noqa: E402, F401  - registers "nccl_core"
+from nccl_core_backend import simhosts  # noqa: E402
 
 
 def mlp(d: int) -> nn.Module:
@@ -56,9 +57,7 @@ def tensor_parallel(mesh, device, d=256) -> bool:
 
 
 def main() -> None:
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device("cuda", local_rank)
-    torch.cuda.set_device(device)
+    device = simhosts.rank_device("dtensor_tp.py")
     dist.init_process_group("nccl_core", device_id=device)
     world = dist.get_world_size()
     ok = True

@@ -18,6 +18,7 @@ import argparse
 import datetime
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -32,8 +33,9 @@ def worker(args) -> None:
     import nccl_core_backend as nc
 
     rank = int(os.environ["RANK"])
-    device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
-    torch.cuda.set_device(device)
+    from nccl_core_backend import simhosts
+
+    device = simhosts.rank_device("elastic_shrink.py")
     opts = nc.Options()
     opts.blocking_wait = True
     timeout = datetime.timedelta(seconds=args.timeout)
@@ -92,16 +94,23 @@ def main() -> None:
     p.add_argument("--kill-at", type=int, default=20)
     p.add_argument("--steps", type=int, default=60)
     p.add_argument("--timeout", type=float, default=10.0, help="group timeout (s)")
-    p.add_argument("--port", type=int, default=29777)
+    p.add_argument("--port", type=int, default=0, help="the store's port (0: a free one)")
     args = p.parse_args()
     if "RANK" in os.environ:
         worker(args)
         return
     if not 0 < args.victim < args.nproc:
         p.error("--victim must be a rank other than 0 (rank 0 hosts the store)")
+    if args.port == 0:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            args.port = s.getsockname()[1]
     procs = []
     for r in range(args.nproc):
+        # LOCAL_WORLD_SIZE as torchrun sets it: more ranks than GPUs run as
+        # simulated hosts (nccl_core_backend.simhosts).
         env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(args.nproc),
+                   LOCAL_WORLD_SIZE=str(args.nproc),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(args.port),
                    NCCL_CORE_ERROR_HANDLING="fail", PYTHONUNBUFFERED="1")
         procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), *sys.argv[1:]], env=env))

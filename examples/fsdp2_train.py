@@ -27,6 +27,7 @@ import torch.nn as nn  # noqa: E402
 from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard  # noqa: E402
 
 import nccl_core_backend  # noqa: E402, F401  - registers "nccl_core"
+from nccl_core_backend import simhosts  # noqa: E402
 
 
 @dataclass
@@ -82,9 +83,7 @@ def main() -> None:
     p.add_argument("--losses-out", default="")
     args = p.parse_args()
 
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device("cuda", local_rank)
-    torch.cuda.set_device(device)
+    device = simhosts.rank_device("fsdp2_train.py")
     dist.init_process_group(backend=args.backend, device_id=device)
     rank, world = dist.get_rank(), dist.get_world_size()
 

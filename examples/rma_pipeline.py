@@ -22,6 +22,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 
 import nccl_core_backend as nc  # noqa: E402
+from nccl_core_backend import simhosts  # noqa: E402
 
 SLOTS = 2
 
@@ -38,9 +39,7 @@ def main() -> None:
     p.add_argument("--width", type=int, default=1024)
     args = p.parse_args()
 
-    local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-    device = torch.device("cuda", local_rank)
-    torch.cuda.set_device(device)
+    device = simhosts.rank_device("rma_pipeline.py", needs_nvlink="one-sided puts into peers' windows")
     dist.init_process_group("nccl_core", device_id=device)
     rank, world = dist.get_rank(), dist.get_world_size()
     comm = nc.get_communicator()

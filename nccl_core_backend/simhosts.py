@@ -23,7 +23,8 @@ from __future__ import annotations
 import os
 from typing import MutableMapping
 
-__all__ = ["enabled", "device_index", "local_device", "active", "nvlink_peers_missing"]
+__all__ = ["enabled", "device_index", "local_device", "active", "nvlink_peers_missing",
+           "rank_device"]
 
 _HOST_PREFIX = "simhost"
 
@@ -88,6 +89,44 @@ def local_device(env: MutableMapping[str, str] | None = None, gpus: int | None =
         env["NCCL_HOSTID"] = f"{_HOST_PREFIX}{rank}"
         env.setdefault("NCCL_SOCKET_IFNAME", "lo")
     return torch.device("cuda", device_index(local, gpus, simulated))
+
+
+def rank_device(program: str, *, needs_nvlink: str = "",
+                env: MutableMapping[str, str] | None = None, gpus: int | None = None):
+    """The device a script's rank runs on, made current: what the examples
+    and the bench call first, before the process group exists.
+
+    Ranks beyond the visible GPUs become simulated hosts (rank 0 says so in
+    one line).  Where the rank cannot run, the process ends with a one-line
+    message naming ``program`` and the problem (``SystemExit``, no
+    traceback): no GPU visible, a real host short of GPUs, or a script that
+    ``needs_nvlink`` (the reason, e.g. "one-sided puts") on simulated hosts.
+    """
+    import torch
+
+    env = os.environ if env is None else env
+    if gpus is None:
+        gpus = _visible_gpus()
+    if gpus == 0:
+        raise SystemExit(f"{program}: no CUDA GPU visible (torch.cuda.is_available() is "
+                         f"{torch.cuda.is_available()}); nccl_core runs each rank on a CUDA GPU")
+    try:
+        device = local_device(env, gpus)
+    except ValueError as e:
+        raise SystemExit(f"{program}: {e}") from None
+    if active(env):
+        ranks = _int_var(env, "LOCAL_WORLD_SIZE", 1)
+        if needs_nvlink:
+            raise SystemExit(
+                f"{program}: {needs_nvlink} need NVLink peers; these {ranks} ranks share "
+                f"{gpus} GPU(s) as simulated hosts over sockets. Run one rank per GPU "
+                f"(--nproc-per-node={gpus} here).")
+        if _int_var(env, "LOCAL_RANK", 0) == 0:
+            print(f"{program}: {ranks} ranks on {gpus} GPU(s): the ranks run as simulated hosts "
+                  "over NCCL's socket transport (right results, socket speed; "
+                  "NCCL_CORE_SIM_HOSTS=0 turns this off)", flush=True)
+    torch.cuda.set_device(device)
+    return device
 
 
 def active(env: MutableMapping[str, str] | None = None) -> bool:

@@ -1,36 +1,29 @@
 #!/usr/bin/env bash
-# Runs the GPU suite against a newer NCCL staged with scripts/stage-nccl.sh
-# (GPU host; the parts already copied to /tmp/nccl by earlier calls):
-#   bash scripts/gpu-trial-nccl.sh
-# Configurations default from the GPU count (1: 1:eager,2:eager, the 2 ranks
-# as simulated hosts; 2-3: 2:eager; 4+: 2:eager,4:eager);
-# NCCL_CORE_GPU_CONFIGS overrides.
-# The extension is the one built for the host's NCCL (same soname); the newer
-# library is preloaded so torch and nccl_core both use it.  Logs go to
-# ${OUT:-out}/ like scripts/gpu-test.sh.
+# Runs GPU tiers against another NCCL release on the GPU host, which has no
+# package index: the release is staged here by scripts/stage-nccl.sh VERSION
+# and its parts copied to /tmp/nccl-VERSION/ by earlier device calls.
+#   bash scripts/gpu-trial-nccl.sh 2.30.7 --quick
+#   bash scripts/gpu-trial-nccl.sh 2.32.3 --part error-modes
+# The extension is the one built for the host's NCCL (same soname); the other
+# library is preloaded so torch and nccl_core both use it.  Everything after
+# VERSION goes to scripts/gpu-test.sh (default --quick); logs as there.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-# NCCL_CORE_STAGED names the folder of the parts (default /tmp/nccl), so that
-# two releases can be staged on one warm host.
-staged=${NCCL_CORE_STAGED:-/tmp/nccl}
+version=${1:?usage: gpu-trial-nccl.sh VERSION [--quick | --part NAME ...]}
+shift
+[ $# -eq 0 ] && set -- --quick
+staged=${NCCL_CORE_STAGED:-/tmp/nccl-$version}
 lib=$staged/libnccl.so.2
 if [ ! -f "$lib" ]; then
-  ls "$staged"/part* >/dev/null 2>&1 || { echo "no staged parts in $staged"; exit 1; }
-  cat "$staged"/part* | xz -d > "$lib" || exit 1
+  # Parts copied in from stage/VERSION/ (carried, or left by earlier calls).
+  if ls "stage/$version"/part* >/dev/null 2>&1; then
+    mkdir -p "$staged" && cp "stage/$version"/part* "$staged"/
+  fi
+  ls "$staged"/part* >/dev/null 2>&1 || { echo "no staged parts of NCCL $version in $staged or stage/$version"; exit 1; }
+  cat "$staged"/part* | xz -d > "$lib.tmp" && mv "$lib.tmp" "$lib" || exit 1
 fi
 export LD_PRELOAD=$lib
-python3 -c "import torch; print('NCCL seen by torch:', torch.cuda.nccl.version())"
-# Launch configurations from the host's GPUs unless NCCL_CORE_GPU_CONFIGS
-# says otherwise: a 1-GPU host runs the cases that hold at one rank.
-gpus=$(python3 -c "import torch; print(torch.cuda.device_count())" 2>/dev/null || echo 0)
-case "$gpus" in
-  ''|0) default_configs=1:eager ;;   # the suite skips every case, saying why
-  1) default_configs=1:eager,2:eager ;;  # 2 ranks as simulated hosts
-  2|3) default_configs=2:eager ;;
-  *) default_configs=2:eager,4:eager ;;
-esac
-echo "GPUs: $gpus; configs: ${NCCL_CORE_GPU_CONFIGS:-$default_configs}"
-NCCL_CORE_GPU_CONFIGS=${NCCL_CORE_GPU_CONFIGS:-$default_configs} \
-NCCL_CORE_GPU_SKIP=${NCCL_CORE_GPU_SKIP:-soak_no_leaks} \
-NCCL_CORE_GPU_TESTS=${NCCL_CORE_GPU_TESTS:-tests/gpu/test_gpu_suite.py} \
-  bash scripts/gpu-test.sh "$@"
+seen=$(python3 -c "import torch; print('.'.join(map(str, torch.cuda.nccl.version())))")
+echo "NCCL seen by torch: $seen"
+[ "$seen" = "$version" ] || { echo "expected NCCL $version, torch loaded $seen"; exit 1; }
+NCCL_CORE_GPU_TAG=${NCCL_CORE_GPU_TAG:-nccl-$version} bash scripts/gpu-test.sh "$@"

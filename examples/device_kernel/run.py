@@ -21,6 +21,7 @@ import torch.distributed as dist  # noqa: E402
 from torch.utils.cpp_extension import load  # noqa: E402
 
 import nccl_core_backend as nc  # noqa: E402
+from nccl_core_backend import simhosts  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BLOCKS = 4
@@ -53,9 +54,8 @@ def build():
 
 
 def main() -> None:
-    local = int(os.environ["LOCAL_RANK"])
-    device = torch.device("cuda", local)
-    torch.cuda.set_device(device)
+    device = simhosts.rank_device("device_kernel/run.py",
+                                  needs_nvlink="device communicators and LSA windows")
     dist.init_process_group("nccl_core", device_id=device)
     rank, world = dist.get_rank(), dist.get_world_size()
     # One rank compiles, the others then load the cached build.

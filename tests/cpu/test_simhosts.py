@@ -73,3 +73,26 @@ def test_local_device_keeps_a_chosen_interface_and_real_hosts_alone():
     assert simhosts.local_device(real, gpus=2) == torch.device("cuda", 1)
     assert "NCCL_HOSTID" not in real and not simhosts.active(real)
     assert simhosts.nvlink_peers_missing(real) is None
+
+
+def test_rank_device_without_a_gpu_is_one_line():
+    with pytest.raises(SystemExit) as e:
+        simhosts.rank_device("allreduce.py", env={"LOCAL_RANK": "0"}, gpus=0)
+    msg = str(e.value)
+    assert msg.startswith("allreduce.py: no CUDA GPU visible") and "\n" not in msg
+
+
+def test_rank_device_refuses_nvlink_scripts_on_simulated_hosts():
+    env = {"LOCAL_RANK": "1", "RANK": "1", "LOCAL_WORLD_SIZE": "2"}
+    with pytest.raises(SystemExit) as e:
+        simhosts.rank_device("rma_pipeline.py", needs_nvlink="one-sided puts", env=env, gpus=1)
+    msg = str(e.value)
+    assert "rma_pipeline.py: one-sided puts need NVLink peers" in msg and "--nproc-per-node=1" in msg
+    assert env["NCCL_HOSTID"] == "simhost1"
+
+
+def test_rank_device_names_a_real_host_short_of_gpus():
+    env = {"LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "4", "NCCL_CORE_SIM_HOSTS": "0"}
+    with pytest.raises(SystemExit) as e:
+        simhosts.rank_device("ddp_train.py", env=env, gpus=2)
+    assert str(e.value).startswith("ddp_train.py: LOCAL_RANK=3 but only 2 GPU(s) visible")

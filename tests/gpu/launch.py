@@ -56,6 +56,13 @@ def require_nvlink(world: int) -> None:
                     "LSA windows and one-sided puts over NVLink cannot run on simulated hosts")
 
 
+def torchrun_cmd(world: int) -> list[str]:
+    """torchrun for one node of `world` ranks.  ``--standalone``: the agent's
+    store binds a port the system picks, so jobs started side by side (pytest
+    -n, several parts at once) never race for one."""
+    return [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc-per-node={world}"]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -101,8 +108,7 @@ def torchrun(args: list[str], world: int, *, env: dict | None = None, timeout: f
     module with `module=True`) under torchrun at `world` ranks; a job that
     outlives `timeout` fails the test with its output."""
     target = ["-m", *args] if module else [os.path.join(ROOT, args[0]), *args[1:]]
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={world}",
-           "--master-port", str(free_port()), *target]
+    cmd = torchrun_cmd(world) + target
     t0 = time.time()
     # A session of its own: a job that hangs is ended by its process group
     # (torchrun and its workers), never by name.

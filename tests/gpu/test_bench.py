@@ -9,42 +9,34 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import tempfile
 
 import pytest
-import torch
 
 from nccl_core_backend.bench.sizes import format_bytes
+from tests.gpu import launch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 pytestmark = pytest.mark.gpu
 TIMEOUT = int(os.environ.get("NCCL_CORE_EXAMPLE_TIMEOUT", "300"))
 OPS = ["all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single", "broadcast"]
 
 
 def _world() -> int:
-    n = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if n == 0:
-        pytest.skip("no CUDA GPU visible; the bench runs on a GPU host (bash scripts/gpu-test.sh)")
-    return min(n, 8)
+    """NCCL_CORE_BENCH_WORLD ranks; by default every GPU (up to 8), and 2 as
+    simulated hosts on a one-GPU machine (what a user there gets)."""
+    chosen = os.environ.get("NCCL_CORE_BENCH_WORLD", "")
+    world = int(chosen) if chosen else max(2, min(launch.gpus(), 8))
+    launch.require(world, "the bench runs")
+    return world
 
 
 def _bench(name: str, *args: str) -> tuple[dict, str]:
     world = _world()
     path = tempfile.mktemp(suffix=".json")
-    port = 29900 + (os.getpid() % 500)
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={world}",
-           "--master-port", str(port), "-m", "nccl_core_backend.bench", *args, "--json", path]
-    env = dict(os.environ, NCCL_NVLS_ENABLE="0", PYTHONUNBUFFERED="1")
-    p = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=TIMEOUT)
-    out = p.stdout + p.stderr
-    log_dir = os.environ.get("NCCL_CORE_GPU_LOG_DIR")
-    if log_dir:
-        with open(os.path.join(log_dir, f"bench_{name}.log"), "w") as f:
-            f.write(" ".join(cmd) + "\n" + out)
-    assert p.returncode == 0, f"bench {name} failed (exit {p.returncode}):\n{out[-6000:]}"
+    job = launch.torchrun(["nccl_core_backend.bench", *args, "--json", path], world, module=True,
+                          timeout=TIMEOUT, name=f"bench_{name}")
+    out = job.log
+    assert job.returncode == 0, f"bench {name} failed (exit {job.returncode}):\n{out[-6000:]}"
     with open(path) as f:
         result = json.load(f)
     assert result["meta"]["world"] == world

@@ -1,66 +1,51 @@
 """The examples as GPU tests: real workloads on nccl_core give the numbers that
 backend nccl gives (issue 8), and the other examples report OK.
 
-Each test is one or two torchrun launches; they skip without enough GPUs.
+Each test is one or two torchrun launches at ``NCCL_CORE_EXAMPLE_WORLD`` ranks
+(default: 4 where 4 GPUs are visible, else 2); ranks beyond the GPUs run as
+simulated hosts, as a user's ``torchrun --nproc-per-node=N`` does on a
+smaller machine.  The examples that need NVLink peers (one-sided puts, device
+communicators) are checked there for their one-line refusal and run at one
+rank instead.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
 
 import pytest
-import torch
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.gpu import launch
+
+ROOT = launch.ROOT
 pytestmark = pytest.mark.gpu
-
-
-def _gpus() -> int:
-    return torch.cuda.device_count() if torch.cuda.is_available() else 0
-
-
-def _need(n: int) -> None:
-    if _gpus() == 0:
-        pytest.skip("no CUDA GPU visible; examples run on a GPU host (bash scripts/gpu-test.sh)")
-    if _gpus() < n:
-        pytest.skip(f"needs {n} GPUs, {_gpus()} visible")
-
-
-_port = [29650]
-
-
 # NCCL_CORE_EXAMPLE_TIMEOUT bounds each launch (seconds), so one hang cannot
 # eat a whole GPU session.
 TIMEOUT = int(os.environ.get("NCCL_CORE_EXAMPLE_TIMEOUT", "300"))
 
 
-def _run(script: str, nproc: int, *args: str, env: dict | None = None, timeout: int = TIMEOUT) -> str:
-    _port[0] += 1
-    e = dict(os.environ, NCCL_NVLS_ENABLE="0", PYTHONUNBUFFERED="1")
-    e.update(env or {})
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={nproc}",
-           "--master-port", str(_port[0]), os.path.join(ROOT, script), *args]
-    p = subprocess.run(cmd, cwd=ROOT, env=e, capture_output=True, text=True, timeout=timeout)
-    out = p.stdout + p.stderr
-    log_dir = os.environ.get("NCCL_CORE_GPU_LOG_DIR")
-    if log_dir:
-        name = os.path.basename(script).replace(".py", "") + "_" + "_".join(
-            a.strip("-") for a in args if not a.startswith("/"))
-        name = re.sub(r"[^A-Za-z0-9_.-]+", "-", name)[:120]
-        with open(os.path.join(log_dir, f"example_{name}.log"), "w") as f:
-            f.write(" ".join(cmd) + "\n" + out)
-    assert p.returncode == 0, f"{script} {' '.join(args)} failed:\n{out[-6000:]}"
-    return out
+def _world() -> int:
+    chosen = os.environ.get("NCCL_CORE_EXAMPLE_WORLD", "")
+    world = int(chosen) if chosen else (4 if launch.gpus() >= 4 else 2)
+    launch.require(world, "the examples run")
+    return world
 
 
-def _losses(script: str, nproc: int, backend: str, *args: str, env=None) -> dict:
+def _run(script: str, world: int, *args: str, env: dict | None = None, timeout: int = TIMEOUT) -> str:
+    name = "example_" + os.path.basename(script).replace(".py", "") + f"_w{world}_" + "_".join(
+        a.strip("-") for a in args if not a.startswith("/"))
+    job = launch.torchrun([script, *args], world, env=env, timeout=timeout, name=name)
+    assert job.returncode == 0, f"{script} {' '.join(args)} at {world} ranks failed:\n{job.log[-6000:]}"
+    return job.log
+
+
+def _losses(script: str, world: int, backend: str, *args: str) -> dict:
     path = tempfile.mktemp(suffix=".json")
-    _run(script, nproc, "--backend", backend, "--losses-out", path, *args, env=env)
+    _run(script, world, "--backend", backend, "--losses-out", path, *args)
     with open(path) as f:
         return json.load(f)
 
@@ -71,90 +56,120 @@ def _compare(core: list[float], ref: list[float], rtol: float) -> tuple[bool, fl
     return worst <= rtol, worst
 
 
+def test_allreduce_main_job():
+    """The README's main job, at the world size a user of this machine asks for."""
+    world = _world()
+    out = _run("examples/allreduce.py", world)
+    assert f"nccl_core all_reduce OK: world={world}" in out, out[-3000:]
+    assert ("as simulated hosts" in out) == launch.simulated(world), out[-3000:]
+
+
 @pytest.mark.parametrize("hook", ["none", "fp16", "bf16"])
 def test_ddp_matches_backend_nccl(hook):
-    _need(4)
+    world = _world()
     args = ("--steps", "60", "--comm-hook", hook)
-    core = _losses("examples/ddp_train.py", 4, "nccl_core", *args)
-    ref = _losses("examples/ddp_train.py", 4, "nccl", *args)
+    core = _losses("examples/ddp_train.py", world, "nccl_core", *args)
+    ref = _losses("examples/ddp_train.py", world, "nccl", *args)
     ok, worst = _compare(core["losses"], ref["losses"], 1e-6)
     assert ok, f"DDP ({hook}) losses differ from backend nccl by {worst:.3g} (relative)"
 
 
 @pytest.mark.parametrize("variant", [("avg",), ("premul",), ("avg", "--nccl-mem")])
 def test_fsdp2_matches_backend_nccl(variant):
-    _need(4)
+    world = _world()
     args = ("--steps", "15", "--reduce", *variant)
-    core = _losses("examples/fsdp2_train.py", 4, "nccl_core", *args)
-    ref = _losses("examples/fsdp2_train.py", 4, "nccl", *args)
+    core = _losses("examples/fsdp2_train.py", world, "nccl_core", *args)
+    ref = _losses("examples/fsdp2_train.py", world, "nccl", *args)
     ok, worst = _compare(core["losses"], ref["losses"], 1e-5)
     assert ok, f"FSDP2 {variant} losses differ from backend nccl by {worst:.3g} (relative)"
 
 
 def test_dtensor_tensor_parallel_and_2d_mesh():
-    _need(4)
-    assert "dtensor_tp world=4: OK" in _run("examples/dtensor_tp.py", 4)
+    world = _world()  # the 2-D (dp, tp) mesh runs at 4 ranks
+    assert f"dtensor_tp world={world}: OK" in _run("examples/dtensor_tp.py", world)
 
 
 def test_torch_compile_functional_collectives():
-    _need(2)
-    assert "-> OK" in _run("examples/compile_funcol.py", 2)
+    assert "-> OK" in _run("examples/compile_funcol.py", _world())
+
+
+def _nvlink_example(script: str, *args: str, timeout: int = TIMEOUT) -> str:
+    """Runs an example that needs NVLink peers: at the test's world size on
+    real peers; on simulated hosts, checks its one-line refusal at that size
+    and runs it at one rank."""
+    world = _world()
+    if not launch.simulated(world):
+        return _run(script, world, *args, timeout=timeout)
+    job = launch.torchrun([script, *args], world, timeout=timeout, name=f"refusal_{os.path.basename(script)}")
+    assert job.returncode != 0, job.log[-3000:]
+    assert "need NVLink peers" in job.stderr and "simulated hosts" in job.stderr, job.log[-3000:]
+    # torchrun's agent prints its own traceback of the failed child; the
+    # script itself prints none.
+    assert f'{os.path.basename(script)}", line' not in job.stderr, job.log[-3000:]
+    return _run(script, 1, *args, timeout=timeout)
 
 
 def test_rma_pipeline():
-    _need(4)
-    assert "-> OK" in _run("examples/rma_pipeline.py", 4)
+    assert "-> OK" in _nvlink_example("examples/rma_pipeline.py")
+
+
+def test_device_kernel_extension():
+    """A user's CUDA extension takes DevCommResource.ptr and a window."""
+    assert "-> OK" in _nvlink_example("examples/device_kernel/run.py", timeout=2 * TIMEOUT)
 
 
 def test_two_nodes_over_the_network_transport():
-    """Two torchrun agents on one host as two nodes of 2 GPUs, NCCL forced onto
-    its network transport; nccl_core's losses equal backend nccl's."""
-    _need(4)
+    """Two torchrun agents on one host as two nodes, NCCL forced onto its
+    network transport; nccl_core's losses equal backend nccl's.  Two GPUs a
+    node where 4 are visible, else one rank a node as simulated hosts."""
+    launch.require(2)
+    per_node = 2 if launch.gpus() >= 4 else 1
     results = {}
     for backend in ("nccl_core", "nccl"):
-        _port[0] += 1
-        port = _port[0]
+        port = launch.free_port()
         path = tempfile.mktemp(suffix=".json")
         procs = []
         for node in (0, 1):
-            e = dict(os.environ, NCCL_NVLS_ENABLE="0", NCCL_P2P_DISABLE="1", NCCL_SHM_DISABLE="1",
-                     CUDA_VISIBLE_DEVICES="0,1" if node == 0 else "2,3", PYTHONUNBUFFERED="1")
-            cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2", "--nproc-per-node=2",
-                   f"--node-rank={node}", "--master-addr=127.0.0.1", f"--master-port={port}",
-                   os.path.join(ROOT, "examples/ddp_train.py"), "--backend", backend,
-                   "--steps", "40", "--losses-out", path]
-            procs.append(subprocess.Popen(cmd, cwd=ROOT, env=e, stdout=subprocess.PIPE,
-                                          stderr=subprocess.STDOUT, text=True))
+            extra = {"NCCL_P2P_DISABLE": "1", "NCCL_SHM_DISABLE": "1"}
+            if per_node == 2:
+                extra["CUDA_VISIBLE_DEVICES"] = "0,1" if node == 0 else "2,3"
+            else:
+                extra["NCCL_CORE_SIM_HOSTS"] = "1"
+            cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes=2",
+                   f"--nproc-per-node={per_node}", f"--node-rank={node}", "--master-addr=127.0.0.1",
+                   f"--master-port={port}", os.path.join(ROOT, "examples/ddp_train.py"),
+                   "--backend", backend, "--steps", "40", "--losses-out", path]
+            procs.append(subprocess.Popen(cmd, cwd=ROOT, env=launch.env_for(extra), stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True, start_new_session=True))
         outs = [p.communicate(timeout=TIMEOUT)[0] for p in procs]
-        log_dir = os.environ.get("NCCL_CORE_GPU_LOG_DIR")
-        if log_dir:
-            with open(os.path.join(log_dir, f"example_two_nodes_{backend}.log"), "w") as f:
-                f.write("\n=== node 1 ===\n".join(outs))
+        launch.save_log(f"example_two_nodes_{backend}", "\n=== node 1 ===\n".join(outs))
         assert all(p.returncode == 0 for p in procs), f"{backend} two-node run failed:\n{outs[0][-4000:]}\n{outs[1][-4000:]}"
         with open(path) as f:
             results[backend] = json.load(f)
-        assert results[backend]["world"] == 4
+        assert results[backend]["world"] == 2 * per_node
     ok, worst = _compare(results["nccl_core"]["losses"], results["nccl"]["losses"], 1e-6)
     assert ok, f"two-node losses differ from backend nccl by {worst:.3g}"
 
 
 def test_elastic_shrink_survives_a_killed_rank():
     """A rank is SIGKILLed mid-training; the others shrink the group and finish."""
-    _need(4)
-    _port[0] += 1
-    p = subprocess.run([sys.executable, os.path.join(ROOT, "examples/elastic_shrink.py"), "--nproc", "4",
-                        "--victim", "3", "--kill-at", "10", "--steps", "30", "--port", str(_port[0])],
-                       cwd=ROOT, env=dict(os.environ, NCCL_NVLS_ENABLE="0"), capture_output=True,
-                       text=True, timeout=TIMEOUT)
+    nproc = max(_world(), 3)
+    launch.require(nproc)
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "examples/elastic_shrink.py"), "--nproc", str(nproc),
+                        "--victim", str(nproc - 1), "--kill-at", "10", "--steps", "30"],
+                       cwd=ROOT, env=launch.env_for(), capture_output=True, text=True, timeout=TIMEOUT)
     out = p.stdout + p.stderr
-    log_dir = os.environ.get("NCCL_CORE_GPU_LOG_DIR")
-    if log_dir:
-        with open(os.path.join(log_dir, "example_elastic_shrink.log"), "w") as f:
-            f.write(out)
-    assert p.returncode == 0 and "3 ranks left" in out, out[-6000:]
+    launch.save_log("example_elastic_shrink", out)
+    assert p.returncode == 0 and f"{nproc - 1} ranks left" in out, out[-6000:]
 
 
-def test_device_kernel_extension():
-    """A user's CUDA extension takes DevCommResource.ptr and a window."""
-    _need(4)
-    assert "-> OK" in _run("examples/device_kernel/run.py", 4, timeout=2 * TIMEOUT)
+def test_no_gpu_is_one_line():
+    """Where CUDA sees no GPU, an example ends with one line naming the
+    problem, no traceback."""
+    launch.require(1)
+    p = subprocess.run([sys.executable, os.path.join(ROOT, "examples/allreduce.py")], cwd=ROOT,
+                       env=launch.env_for({"CUDA_VISIBLE_DEVICES": ""}), capture_output=True, text=True,
+                       timeout=120)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode != 0 and len(lines) == 1, p.stderr[-3000:]
+    assert lines[0].startswith("allreduce.py: no CUDA GPU visible"), p.stderr[-3000:]

@@ -31,9 +31,7 @@ def _launch(config: str) -> dict:
     world, mode = config.split(":")
     out = tempfile.mkdtemp(prefix=f"nccl_core_gpu_{world}_{mode}_")
     env = launch.env_for()
-    cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc-per-node={world}",
-           "--master-port", str(launch.free_port()),
-           os.path.join(ROOT, "tests", "gpu", "harness.py"), "--out", out]
+    cmd = launch.torchrun_cmd(int(world)) + [os.path.join(ROOT, "tests", "gpu", "harness.py"), "--out", out]
     if mode == "lazy":
         cmd.append("--lazy")
     if ONLY:

@@ -6,6 +6,8 @@ are computed locally in float64 (int64 for integers) on the CPU.
 
 from __future__ import annotations
 
+import os
+
 import torch
 import torch.distributed as dist
 
@@ -19,6 +21,34 @@ FAILURES: list[str] = []
 
 def fail(msg: str) -> None:
     FAILURES.append(msg)
+
+
+def device_free_bytes(device) -> int:
+    """Free device memory as this process sees it: the GPU's free bytes less
+    what other processes hold where NVML can tell (several test jobs share
+    one GPU in the tiers of scripts/gpu-test.sh), so that another job's
+    allocations do not read as this process's leak or as its release."""
+    torch.cuda.synchronize(device)
+    free = torch.cuda.mem_get_info(device)[0]
+    others = _other_processes_bytes(device)
+    return free + others if others is not None else free
+
+
+def _other_processes_bytes(device) -> int | None:
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        if os.environ.get("CUDA_VISIBLE_DEVICES"):
+            return None  # CUDA's index need not be NVML's
+        handle = pynvml.nvmlDeviceGetHandleByIndex(torch.device(device).index or 0)
+        procs = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
+        used = [p.usedGpuMemory for p in procs if p.pid != os.getpid()]
+        if any(u is None for u in used):
+            return None
+        return sum(used)
+    except Exception:  # noqa: BLE001 - no NVML, or it cannot see processes
+        return None
 
 DTYPES = [
     torch.float32, torch.float64, torch.float16, torch.bfloat16,

@@ -8,7 +8,7 @@ import torch
 import torch.distributed as dist
 
 import nccl_core_backend as nc
-from tests.gpu.cases.common import (check, expect_raises, fail, make, reduce_ref,
+from tests.gpu.cases.common import (device_free_bytes, check, expect_raises, fail, make, reduce_ref,
                                     skip_without_window)
 from tests.gpu.registry import case
 
@@ -70,14 +70,14 @@ def _memory_returns_on_gc(ctx):
     torch.cuda.synchronize()
     gc.collect()
     base_live = nc._C._mem_live_bytes()
-    base_free = torch.cuda.mem_get_info(ctx.device)[0]
+    base_free = device_free_bytes(ctx.device)
     size = 64 << 20
     ts = [nc.torch.empty(size // 4, device=ctx.device) for _ in range(4)]
     views = [t[:10] for t in ts]
     grown = nc._C._mem_live_bytes() - base_live
     if grown < 4 * size - (1 << 20):
         fail(f"live bytes grew by {grown}, expected >= {4 * size}")
-    if torch.cuda.mem_get_info(ctx.device)[0] > base_free - 4 * size + (32 << 20):
+    if device_free_bytes(ctx.device) > base_free - 4 * size + (32 << 20):
         fail("device free memory did not drop after allocating")
     del ts
     if nc._C._mem_live_bytes() - base_live < 4 * size - (1 << 20):
@@ -88,7 +88,7 @@ def _memory_returns_on_gc(ctx):
     # At or below the baseline: earlier cases' garbage may be collected too.
     if nc._C._mem_live_bytes() > base_live:
         fail(f"live bytes {nc._C._mem_live_bytes()} > baseline {base_live} after GC")
-    free = torch.cuda.mem_get_info(ctx.device)[0]
+    free = device_free_bytes(ctx.device)
     if free < base_free - (32 << 20):
         fail(f"device memory not returned: free {free} vs baseline {base_free}")
     # Many small allocations come and go without drift.

@@ -12,7 +12,7 @@ import torch
 import torch.distributed as dist
 
 import nccl_core_backend as nc
-from tests.gpu.cases.common import expect_raises, fail, sanity
+from tests.gpu.cases.common import device_free_bytes, expect_raises, fail, sanity
 from tests.gpu.cases.native_rma import (SYM, compare_bytes, fresh_group, need, payload,
                                         poisoned_window)
 from tests.gpu.registry import case
@@ -170,8 +170,7 @@ def _stats(comm, what):
 
 
 def _free(ctx):
-    torch.cuda.synchronize()
-    return torch.cuda.mem_get_info(ctx.device)[0]
+    return device_free_bytes(ctx.device)
 
 
 @case(nvlink=True, min_world=1)

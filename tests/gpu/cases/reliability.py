@@ -15,7 +15,7 @@ import torch.distributed as dist
 
 import nccl_core_backend as nc
 from nccl_core_backend import simhosts
-from tests.gpu.cases.common import fail, sanity
+from tests.gpu.cases.common import device_free_bytes, fail, sanity
 from tests.gpu.registry import case
 
 
@@ -211,7 +211,7 @@ class _Usage:
         # Memory glibc keeps cached for reuse is not a leak: hand it back
         # first, so RSS shows what is still held (scripts/diag_group_rss.py).
         _LIBC.malloc_trim(0)
-        return (torch.cuda.mem_get_info(self.ctx.device)[0], nc._C._mem_live_bytes(), _rss(), _fds())
+        return (device_free_bytes(self.ctx.device), nc._C._mem_live_bytes(), _rss(), _fds())
 
     def check(self, name, t0, before, after, rss_limit_mib, detail=""):
         """Prints one rank's growth between two snaps and fails on a leak."""
@@ -234,7 +234,7 @@ class _Usage:
     def phase(self, name, fn, rss_limit_mib, warm=1):
         fn(warm)  # first-use allocations and caches
         before, t0 = self.snap(), time.time()
-        fn(100)
+        fn(_soak_units())
         return self.check(name, t0, before, self.snap(), rss_limit_mib)
 
     def slope(self, name, fn, segments, seg_limit_mib, rss_cap_mib, warm=1):
@@ -250,7 +250,7 @@ class _Usage:
         fn(warm)
         snaps, t0 = [self.snap()], time.time()
         for _ in range(segments):
-            fn(100 // segments)
+            fn(max(1, _soak_units() // segments))
             snaps.append(self.snap())
         steps = [(b[2] - a[2]) >> 20 for a, b in zip(snaps, snaps[1:])]
         self.check(name, t0, snaps[0], snaps[-1], rss_cap_mib, f" (per slice {steps})")
@@ -260,10 +260,20 @@ class _Usage:
                  f"(slices {steps}, limit {seg_limit_mib})")
 
 
+def _soak_units() -> int:
+    """Units of work per soak phase: 100 (the long form, NCCL_CORE_SOAK_SCALE=1)
+    times NCCL_CORE_SOAK_SCALE; the quick tier runs a tenth."""
+    scale = float(os.environ.get("NCCL_CORE_SOAK_SCALE", "1"))
+    if not 0 < scale <= 1:
+        raise ValueError(f"NCCL_CORE_SOAK_SCALE must be in (0, 1], got {scale}")
+    return max(8, round(100 * scale))
+
+
 @case(mode="lazy", max_world=2, timeout=420)
 def soak_no_leaks(ctx):
-    """10,000 register/deregister, 1,000 windows, 10,000 empty(), 200 groups:
-    device memory back to baseline, RSS and fds flat.  Group churn is compared
+    """10,000 register/deregister, 1,000 windows, 10,000 empty(), 200 groups
+    (the long form; NCCL_CORE_SOAK_SCALE shortens every phase alike): device
+    memory back to baseline, RSS and fds flat.  Group churn is compared
     with the same churn on backend nccl (NCCL's own per-communicator host
     memory is not ours to fix).  Lazy launches: new_group(backend="nccl")
     needs a default group without device_id on torch 2.11."""
@@ -296,17 +306,19 @@ def soak_no_leaks(ctx):
     # NCCL_CORE_SOAK_ONLY=groups runs the group churn alone (quick iterations).
     only = os.environ.get("NCCL_CORE_SOAK_ONLY", "")
     if only != "groups":
-        u.phase("10,000 register_buffer/close", buffers, 16)
-        u.phase("1,000 register_window/close", windows, 16)
-        u.phase("10,000 nccl_core_backend.torch.empty/free", empties, 16)
+        n = _soak_units()
+        u.phase(f"{100 * n:,} register_buffer/close", buffers, 16)
+        u.phase(f"{10 * n:,} register_window/close", windows, 16)
+        u.phase(f"{100 * n:,} nccl_core_backend.torch.empty/free", empties, 16)
     # The reference only needs a rate: 50 cycles, scaled to 200.  Each
     # nccl_core group's small all_reduce sets up the fast path (a scratch
     # window), which must go with the group.
     # Group churn warms up over 20 groups: the first communicators' one-time
     # costs (kernel modules, NCCL's per-process state) come within that.
-    ref = u.phase("50 new_group/destroy on backend nccl (reference)", groups("nccl", 0.5), 1 << 20, warm=10)
+    ref = u.phase(f"{_soak_units() // 2} new_group/destroy on backend nccl (reference)", groups("nccl", 0.5),
+                  1 << 20, warm=10)
     # Eight slices of 24 groups: a leak of ~170 KiB per group fails the median.
-    u.slope("200 new_group/destroy on nccl_core", groups(None, 2), 8, max(4, ref + 4),
+    u.slope(f"{2 * (_soak_units() // 8) * 8} new_group/destroy on nccl_core", groups(None, 2), 8, max(4, ref + 4),
             max(128, 4 * ref + 128), warm=10)
     sanity(ctx)
 
