@@ -148,7 +148,7 @@ std::shared_ptr<Communicator> Communicator::create(
     if (comm != nullptr) {
       (void)ncclCommAbort(comm);
     }
-    NCCL_CORE_CHECK(nullptr, r);
+    api::check(r, "ncclCommInitRankConfig", nullptr);
   }
   return adopt(comm, device, timeout, false, "ncclCommInitRankConfig");
 }
@@ -165,11 +165,11 @@ std::shared_ptr<Communicator> Communicator::make_child(const char* what, bool bl
     HostCall guard(*this, what);
     ncclResult_t r = start(&child);
     guard.rethrow_if_expired();
-    NCCL_CORE_CHECK(parent, r);
+    api::check(r, what, parent);
   } else {
     ncclResult_t r = start(&child);
     if (r != ncclSuccess && r != ncclInProgress) {
-      NCCL_CORE_CHECK(parent, r);
+      api::check(r, what, parent);
     }
     // A non-blocking parent hands out the child only when the job finishes;
     // polling the parent completes that job.  After NCCL_SHRINK_ABORT the

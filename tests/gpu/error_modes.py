@@ -138,11 +138,15 @@ def main() -> int:
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = simhosts.local_device()
     torch.cuda.set_device(device)
-    dist.init_process_group("nccl_core", device_id=device,
-                            timeout=datetime.timedelta(seconds=TIMEOUT_S))
+    # Set-up is bounded by the group's timeout too: a loaded host (the tiers
+    # run jobs side by side) can take more than 3 s to create a
+    # communicator, so the group starts with a long timeout and gets its
+    # short one once it works.
+    dist.init_process_group("nccl_core", device_id=device, timeout=datetime.timedelta(seconds=120))
     x = torch.ones(1024, device=device)
     dist.all_reduce(x)
     torch.cuda.synchronize()
+    dist.group.WORLD._get_backend(device)._set_default_timeout(datetime.timedelta(seconds=TIMEOUT_S))
     print(f"READY rank {rank} at {time.time():.3f}", flush=True)
     if scenario in ("stuck", "unreported"):
         spin(TIMEOUT_S + 12)

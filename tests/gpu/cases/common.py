@@ -23,32 +23,45 @@ def fail(msg: str) -> None:
     FAILURES.append(msg)
 
 
-def device_free_bytes(device) -> int:
-    """Free device memory as this process sees it: the GPU's free bytes less
-    what other processes hold where NVML can tell (several test jobs share
-    one GPU in the tiers of scripts/gpu-test.sh), so that another job's
-    allocations do not read as this process's leak or as its release."""
+def device_used_bytes(device) -> int:
+    """Device memory this process holds: NVML's count for this process where
+    it gives one, else the GPU's used bytes.  Several test jobs share one GPU
+    in the tiers of scripts/gpu-test.sh; the GPU's free memory moves with
+    theirs, this process's count does not."""
     torch.cuda.synchronize(device)
-    free = torch.cuda.mem_get_info(device)[0]
-    others = _other_processes_bytes(device)
-    return free + others if others is not None else free
+    mine = _nvml_process_bytes(device)
+    if mine is not None:
+        return mine
+    free, total = torch.cuda.mem_get_info(device)
+    return total - free
 
 
-def _other_processes_bytes(device) -> int | None:
+def _nvml_process_bytes(device) -> int | None:
     try:
         import pynvml
 
-        pynvml.nvmlInit()
         if os.environ.get("CUDA_VISIBLE_DEVICES"):
             return None  # CUDA's index need not be NVML's
+        pynvml.nvmlInit()
         handle = pynvml.nvmlDeviceGetHandleByIndex(torch.device(device).index or 0)
-        procs = pynvml.nvmlDeviceGetComputeRunningProcesses(handle)
-        used = [p.usedGpuMemory for p in procs if p.pid != os.getpid()]
-        if any(u is None for u in used):
-            return None
-        return sum(used)
+        for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
+            if p.pid == os.getpid():
+                return p.usedGpuMemory
+        return None
     except Exception:  # noqa: BLE001 - no NVML, or it cannot see processes
         return None
+
+
+def address_mapped(ptr: int) -> bool:
+    """Whether a device address lies in a mapped allocation (the driver's
+    CU_POINTER_ATTRIBUTE_MAPPED): False once its memory went back to the driver."""
+    import ctypes
+
+    cuda = ctypes.CDLL("libcuda.so.1")
+    value = ctypes.c_int(0)
+    rc = cuda.cuPointerGetAttribute(ctypes.byref(value), 13, ctypes.c_uint64(ptr))
+    return rc == 0 and value.value == 1
+
 
 DTYPES = [
     torch.float32, torch.float64, torch.float16, torch.bfloat16,

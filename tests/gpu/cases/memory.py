@@ -8,7 +8,7 @@ import torch
 import torch.distributed as dist
 
 import nccl_core_backend as nc
-from tests.gpu.cases.common import (device_free_bytes, check, expect_raises, fail, make, reduce_ref,
+from tests.gpu.cases.common import (address_mapped, device_used_bytes, check, expect_raises, fail, make, reduce_ref,
                                     skip_without_window)
 from tests.gpu.registry import case
 
@@ -70,15 +70,18 @@ def _memory_returns_on_gc(ctx):
     torch.cuda.synchronize()
     gc.collect()
     base_live = nc._C._mem_live_bytes()
-    base_free = device_free_bytes(ctx.device)
+    base_used = device_used_bytes(ctx.device)
     size = 64 << 20
     ts = [nc.torch.empty(size // 4, device=ctx.device) for _ in range(4)]
+    ptrs = [t.data_ptr() for t in ts]
     views = [t[:10] for t in ts]
     grown = nc._C._mem_live_bytes() - base_live
     if grown < 4 * size - (1 << 20):
         fail(f"live bytes grew by {grown}, expected >= {4 * size}")
-    if device_free_bytes(ctx.device) > base_free - 4 * size + (32 << 20):
-        fail("device free memory did not drop after allocating")
+    if device_used_bytes(ctx.device) < base_used + 4 * size - (32 << 20):
+        fail("this process's device memory did not grow after allocating")
+    if not all(address_mapped(p) for p in ptrs):
+        fail("an allocation is not mapped while its tensor lives")
     del ts
     if nc._C._mem_live_bytes() - base_live < 4 * size - (1 << 20):
         fail("memory freed while views were alive")
@@ -88,9 +91,13 @@ def _memory_returns_on_gc(ctx):
     # At or below the baseline: earlier cases' garbage may be collected too.
     if nc._C._mem_live_bytes() > base_live:
         fail(f"live bytes {nc._C._mem_live_bytes()} > baseline {base_live} after GC")
-    free = device_free_bytes(ctx.device)
-    if free < base_free - (32 << 20):
-        fail(f"device memory not returned: free {free} vs baseline {base_free}")
+    # Back to the driver: the addresses are unmapped and the process holds no more.
+    still = [hex(p) for p in ptrs if address_mapped(p)]
+    if still:
+        fail(f"allocations still mapped after GC: {still}")
+    used = device_used_bytes(ctx.device)
+    if used > base_used + (32 << 20):
+        fail(f"device memory not returned: this process holds {used} vs baseline {base_used}")
     # Many small allocations come and go without drift.
     for _ in range(200):
         nc.torch.empty(1000, device=ctx.device)

@@ -12,7 +12,7 @@ import torch
 import torch.distributed as dist
 
 import nccl_core_backend as nc
-from tests.gpu.cases.common import device_free_bytes, expect_raises, fail, sanity
+from tests.gpu.cases.common import device_used_bytes, expect_raises, fail, sanity
 from tests.gpu.cases.native_rma import (SYM, compare_bytes, fresh_group, need, payload,
                                         poisoned_window)
 from tests.gpu.registry import case
@@ -169,8 +169,8 @@ def _stats(comm, what):
     return s
 
 
-def _free(ctx):
-    return device_free_bytes(ctx.device)
+def _held(ctx):
+    return device_used_bytes(ctx.device)
 
 
 @case(nvlink=True, min_world=1)
@@ -188,10 +188,10 @@ def native_mem_stat_meaning(ctx):
     # NCCL's own allocations: the connections of a first collective on NCCL's path.
     n = 4 * MiB  # 16 MiB of float32, above every path of our own
     x = torch.full((n,), float(ctx.rank + 1), device=ctx.device)
-    free0, s1 = _free(ctx), _stats(comm, "before the first collective")
+    held0, s1 = _held(ctx), _stats(comm, "before the first collective")
     comm.allreduce(x, x, nc.SUM)
-    free1, s2 = _free(ctx), _stats(comm, "after the first collective")
-    grown, dropped = s2[T.GPU_MEM_TOTAL] - s1[T.GPU_MEM_TOTAL], free0 - free1
+    held1, s2 = _held(ctx), _stats(comm, "after the first collective")
+    grown, dropped = s2[T.GPU_MEM_TOTAL] - s1[T.GPU_MEM_TOTAL], held1 - held0
     if ctx.world > 1 and grown <= 0:
         fail(f"the first collective's connections added no counted memory ({s1} -> {s2})")
     # NCCL allocates NVLink connection buffers as offloadable memory, which
@@ -204,13 +204,13 @@ def native_mem_stat_meaning(ctx):
         fail("the first collective gave a wrong sum")
     # User memory: allocated with NCCL's allocator, registered, used; not NCCL's.
     size = 64 * MiB
-    free2, s3 = _free(ctx), _stats(comm, "before ncclMemAlloc")
+    held2, s3 = _held(ctx), _stats(comm, "before ncclMemAlloc")
     a = nc.torch.empty(size, dtype=torch.uint8, device=ctx.device)
     b = nc.torch.empty(size, dtype=torch.uint8, device=ctx.device)
     a.zero_()
-    free3, s4 = _free(ctx), _stats(comm, "after ncclMemAlloc")
-    if free2 - free3 < 2 * size - 4 * MiB:
-        fail(f"two ncclMemAlloc of {size} bytes took {free2 - free3} bytes of device memory")
+    held3, s4 = _held(ctx), _stats(comm, "after ncclMemAlloc")
+    if held3 - held2 < 2 * size - 4 * MiB:
+        fail(f"two ncclMemAlloc of {size} bytes took {held3 - held2} bytes of device memory")
     if s4 != s3:
         fail(f"ncclMemAlloc memory was counted by the communicator: {s3} -> {s4}")
     rb = comm.register_buffer(a)

@@ -15,7 +15,7 @@ import torch.distributed as dist
 
 import nccl_core_backend as nc
 from nccl_core_backend import simhosts
-from tests.gpu.cases.common import device_free_bytes, fail, sanity
+from tests.gpu.cases.common import device_used_bytes, fail, sanity
 from tests.gpu.registry import case
 
 
@@ -211,20 +211,20 @@ class _Usage:
         # Memory glibc keeps cached for reuse is not a leak: hand it back
         # first, so RSS shows what is still held (scripts/diag_group_rss.py).
         _LIBC.malloc_trim(0)
-        return (device_free_bytes(self.ctx.device), nc._C._mem_live_bytes(), _rss(), _fds())
+        return (device_used_bytes(self.ctx.device), nc._C._mem_live_bytes(), _rss(), _fds())
 
     def check(self, name, t0, before, after, rss_limit_mib, detail=""):
         """Prints one rank's growth between two snaps and fails on a leak."""
-        dev, live, rss, fds = (before[0] - after[0]) >> 20, after[1] - before[1], \
+        dev, live, rss, fds = (after[0] - before[0]) >> 20, after[1] - before[1], \
             (after[2] - before[2]) >> 20, after[3] - before[3]
         # Every rank reports: RSS growth has differed between ranks.
         print(f"[soak] rank {self.ctx.rank}/{self.ctx.world} {name}: {time.time() - t0:.1f}s, "
-              f"device -{dev} MiB, NCCL live +{live} B, RSS +{rss} MiB{detail}, fds +{fds}",
+              f"device +{dev} MiB, NCCL live +{live} B, RSS +{rss} MiB{detail}, fds +{fds}",
               flush=True)
         if live > 0:
             fail(f"{name}: NCCL memory grew by {live} bytes")
         if dev > 64:
-            fail(f"{name}: device memory dropped by {dev} MiB")
+            fail(f"{name}: this process's device memory grew by {dev} MiB")
         if rss > rss_limit_mib:
             fail(f"{name}: host RSS grew by {rss} MiB (limit {rss_limit_mib})")
         if fds > 8:
