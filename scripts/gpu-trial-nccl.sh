@@ -23,7 +23,7 @@ if [ ! -f "$lib" ]; then
   cat "$staged"/part* | xz -d > "$lib.tmp" && mv "$lib.tmp" "$lib" || exit 1
 fi
 export LD_PRELOAD=$lib
-seen=$(python3 -c "import torch; print('.'.join(map(str, torch.cuda.nccl.version())))")
-echo "NCCL seen by torch: $seen"
-[ "$seen" = "$version" ] || { echo "expected NCCL $version, torch loaded $seen"; exit 1; }
+seen=$(TORCH_DEVICE_BACKEND_AUTOLOAD=0 python3 -c "import nccl_core_backend as n; print('.'.join(map(str, n.nccl_version())))")
+echo "NCCL loaded: $seen"
+[ "$seen" = "$version" ] || { echo "expected NCCL $version, the process loaded $seen"; exit 1; }
 NCCL_CORE_GPU_TAG=${NCCL_CORE_GPU_TAG:-nccl-$version} bash scripts/gpu-test.sh "$@"

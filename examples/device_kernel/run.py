@@ -44,6 +44,20 @@ def nccl_include_dirs() -> list[str]:
     return dirs
 
 
+def header_version(dirs: list[str]) -> tuple[int, int, int] | None:
+    """The NCCL release of the headers the kernel is built against (nccl.h)."""
+    import re
+
+    for d in dirs:
+        path = os.path.join(d, "nccl.h")
+        if os.path.exists(path):
+            text = open(path).read()
+            parts = [re.search(rf"#define NCCL_{k}\s+(\d+)", text) for k in ("MAJOR", "MINOR", "PATCH")]
+            if all(parts):
+                return tuple(int(m.group(1)) for m in parts)
+    return None
+
+
 def build():
     major, minor = torch.cuda.get_device_capability()
     arch = f"{major}{minor}"
@@ -56,6 +70,14 @@ def build():
 def main() -> None:
     device = simhosts.rank_device("device_kernel/run.py",
                                   needs_nvlink="device communicators and LSA windows")
+    # The device API's structures (ncclDevComm, windows) are compiled into the
+    # kernel from the headers: they must be the loaded library's release.
+    built_for, loaded = header_version(nccl_include_dirs()), nc.nccl_version()
+    if built_for != loaded:
+        raise SystemExit(f"device_kernel/run.py: the kernel would be built against NCCL headers "
+                         f"{built_for} but the process loaded NCCL {loaded}; the device API's structures "
+                         "differ between releases (point CUDA_HOME or the nvidia-nccl wheel at the "
+                         "loaded release's headers)")
     dist.init_process_group("nccl_core", device_id=device)
     rank, world = dist.get_rank(), dist.get_world_size()
     # One rank compiles, the others then load the cached build.

@@ -116,7 +116,37 @@ def test_rma_pipeline():
 
 def test_device_kernel_extension():
     """A user's CUDA extension takes DevCommResource.ptr and a window."""
+    headers = _device_kernel_headers()
+    if headers != _loaded_nccl():
+        # scripts/gpu-trial-nccl.sh preloads another release than the headers'.
+        pytest.skip(f"NCCL headers {headers} differ from the loaded NCCL {_loaded_nccl()}: the "
+                    "example refuses to build its kernel against them")
     assert "-> OK" in _nvlink_example("examples/device_kernel/run.py", timeout=2 * TIMEOUT)
+
+
+def test_device_kernel_refuses_mismatched_headers():
+    """Headers of another release than the loaded one: a one-line refusal."""
+    launch.require(1)
+    if _device_kernel_headers() == _loaded_nccl():
+        pytest.skip("the headers are the loaded release's (the mismatch is seen under gpu-trial-nccl.sh)")
+    job = launch.torchrun(["examples/device_kernel/run.py"], 1, timeout=120, name="device_kernel_headers")
+    assert job.returncode != 0 and "the device API's structures differ" in job.stderr, job.log[-3000:]
+
+
+def _device_kernel_headers():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "nccl_core_example_device_kernel", os.path.join(ROOT, "examples", "device_kernel", "run.py"))
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    return example.header_version(example.nccl_include_dirs())
+
+
+def _loaded_nccl():
+    import nccl_core_backend as nc
+
+    return nc.nccl_version()
 
 
 def test_two_nodes_over_the_network_transport():
