@@ -110,6 +110,10 @@ class ProcessGroupNcclCore(Backend):
     def comm_split_count(self) -> int: ...
     def memory_stats(self) -> dict[str, int]:
         """NCCL's memory statistics of the communicator (NCCL >= 2.29.7)."""
+    def suspend(self) -> None:
+        """ncclCommSuspend(NCCL_SUSPEND_MEM) on the group's communicator (NCCL >= 2.29.7)."""
+    def resume(self) -> None:
+        """ncclCommResume on the group's communicator (NCCL >= 2.29.7)."""
     def _is_initialized(self) -> bool: ...
     def _error_message(self) -> str:
         """The error this group failed with, '' while it has not (found by the watchdog
@@ -213,6 +217,12 @@ class Communicator:
     def get_last_error(self) -> str: ...
     def get_async_error(self) -> Result: ...
     def get_mem_stat(self, stat: NcclCommMemStat | int) -> int: ...
+    def suspend(self, flags: int = 1) -> None:
+        """Releases the communicator's suspendable device memory (``GPU_MEM_SUSPEND``
+        bytes) until :meth:`resume` (``ncclCommSuspend``, NCCL >= 2.29.7; ``flags``:
+        NCCL_SUSPEND_MEM = 1).  ``NcclUnsupported`` on older NCCL."""
+    def resume(self) -> None:
+        """Restores what :meth:`suspend` released (``ncclCommResume``, NCCL >= 2.29.7)."""
     def close_all_resources(self) -> None: ...
     def finalize(self) -> None:
         """Waits for operations of other threads in flight (and their open groups)

@@ -162,6 +162,11 @@ class Backend : public c10d::Backend {
   // NCCL's memory statistics of the communicator (ncclCommMemStats, NCCL
   // >= 2.29.7; raises naming the release before).
   std::unordered_map<std::string, uint64_t> memory_stats();
+  // ncclCommSuspend(NCCL_SUSPEND_MEM) / ncclCommResume on the group's
+  // communicator (NCCL >= 2.29.7): its suspendable device memory goes back
+  // to the driver until resume().
+  void suspend_communicator();
+  void resume_communicator();
   // Splits (ncclCommSplit) the group's communicator has performed.
   uint64_t comm_split_count() const;
   CompletionHooks& completion_hooks() { return *hooks_; }
@@ -173,6 +178,8 @@ class Backend : public c10d::Backend {
   void registerCompletionHook(int64_t hook_id, c10d::CompletionHook hook) override;
   void unregisterCompletionHook(int64_t hook_id) override;
   std::unordered_map<std::string, uint64_t> getMemoryStats() override { return memory_stats(); }
+  void suspend() override { suspend_communicator(); }
+  void resume() override { resume_communicator(); }
 #endif
   // --- mem_pools.cpp: torch MemPools registered with the communicator ----
   // ProcessGroupNCCL's registerMemPool: every segment of `pool`, now and

@@ -94,6 +94,16 @@ std::unordered_map<std::string, uint64_t> Backend::memory_stats() {
   };
 }
 
+void Backend::suspend_communicator() {
+  NCCL_CORE_CHECK_STATE(comm_ != nullptr, "nccl_core: suspend: the group has no communicator yet");
+  comm_->suspend(newer::kSuspendMem);
+}
+
+void Backend::resume_communicator() {
+  NCCL_CORE_CHECK_STATE(comm_ != nullptr, "nccl_core: resume: the group has no communicator yet");
+  comm_->resume();
+}
+
 uint64_t Backend::comm_split_count() const {
   return comm_ ? comm_->split_count() : 0;
 }

@@ -190,6 +190,21 @@ uint64_t Communicator::mem_stat(newer::MemStat stat) const {
   return value;
 }
 
+void Communicator::suspend(int flags) {
+  auto fn = api::require<newer::CommSuspendFn>("ncclCommSuspend", "suspend",
+                                               newer::kSuspendVersion);
+  DeviceScope scope(device_);
+  ncclComm_t comm = get();
+  api::check(fn(comm, flags), "ncclCommSuspend", comm);
+}
+
+void Communicator::resume() {
+  auto fn = api::require<newer::CommResumeFn>("ncclCommResume", "resume", newer::kSuspendVersion);
+  DeviceScope scope(device_);
+  ncclComm_t comm = get();
+  api::check(fn(comm), "ncclCommResume", comm);
+}
+
 void Communicator::track(std::shared_ptr<Resource> resource) {
   std::lock_guard<std::mutex> lock(resources_mutex_);
   resources_.push_back(std::move(resource));

@@ -138,6 +138,11 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::string last_error() const;
   // ncclCommMemStats (NCCL >= 2.29.7).
   uint64_t mem_stat(newer::MemStat stat) const;
+  // ncclCommSuspend / ncclCommResume (NCCL >= 2.29.7): `flags`
+  // (NCCL_SUSPEND_MEM) releases the communicator's suspendable device
+  // memory until resume(); the group's collectives wait for resume().
+  void suspend(int flags);
+  void resume();
   // ncclCommSplit calls made on this communicator (color or no color).
   uint64_t split_count() const { return splits_.load(); }
 

@@ -114,8 +114,9 @@ inline constexpr Feature kRevoke{
     "revoke", "(not exposed)", "ncclCommRevoke", v(2, 28, 7), 0, 0, 0, "ncclCommRevoke",
     "nccl_core does not expose ncclCommRevoke"};
 inline constexpr Feature kSuspendResume{
-    "suspend_resume", "(not exposed)", "ncclCommSuspend, ncclCommResume", v(2, 29, 7), 0, 0, 0,
-    "ncclCommSuspend", "nccl_core does not expose suspend/resume yet"};
+    "suspend_resume", "Communicator.suspend, resume; the backend's suspend, resume",
+    "ncclCommSuspend, ncclCommResume", v(2, 29, 7), v(2, 29, 7), 0, 0, "ncclCommSuspend",
+    "releases the communicator's suspendable memory (get_mem_stat GPU_MEM_SUSPEND)"};
 inline constexpr Feature kGrow{
     "grow", "(not exposed)", "ncclCommGrow, ncclCommGetUniqueId", v(2, 29, 2), 0, 0, 0,
     "ncclCommGrow", "nccl_core does not expose ncclCommGrow"};

@@ -53,6 +53,9 @@ constexpr int kWinKnownFlags = kWinCollSymmetric | kWinStrictOrdering;
 
 // The releases that brought them (nccl/features.h holds every threshold).
 constexpr int kMemStatsVersion = features::kGetMemStat.native_since;
+constexpr int kSuspendVersion = features::kSuspendResume.native_since;
+// ncclCommSuspend's flag (2.29.7): release the suspendable device memory.
+constexpr int kSuspendMem = 0x1;
 constexpr int kHostPointersVersion = features::kWindowPointers.native_since;
 constexpr int kSignalsVersion = features::kRmaNetwork.native_since;
 constexpr int kDeviceApiVersion = features::kDevComm.native_since;

@@ -231,6 +231,11 @@ void bind_backend(py::module_& m) {
            "ncclCommSplit calls made on the group's communicator.")
       .def("memory_stats", &Backend::memory_stats,
            "NCCL's memory statistics of the communicator (ncclCommMemStats, NCCL >= 2.29.7).")
+      .def("suspend", &Backend::suspend_communicator, py::call_guard<py::gil_scoped_release>(),
+           "Releases the communicator's suspendable device memory until resume() "
+           "(ncclCommSuspend, NCCL >= 2.29.7).")
+      .def("resume", &Backend::resume_communicator, py::call_guard<py::gil_scoped_release>(),
+           "Restores what suspend() released (ncclCommResume, NCCL >= 2.29.7).")
       .def("_is_initialized", &Backend::has_communicator,
            "Whether the group's communicator exists.")
       .def_property_readonly("nccl_core_options", &Backend::options)

@@ -79,6 +79,18 @@ void bind_communicator(py::module_& m) {
             return c.mem_stat(static_cast<newer::MemStat>(s));
           },
           arg("stat"), "Memory statistic (NCCL >= 2.29.7).")
+      .def(
+          "suspend",
+          [](Communicator& c, int flags) {
+            NCCL_CORE_REQUIRE(flags == newer::kSuspendMem,
+                              "Invalid suspend flags: ", flags, " (NCCL_SUSPEND_MEM = 1)");
+            c.suspend(flags);
+          },
+          arg("flags") = newer::kSuspendMem, py::call_guard<py::gil_scoped_release>(),
+          "Releases the communicator's suspendable device memory until resume() "
+          "(ncclCommSuspend, NCCL >= 2.29.7).")
+      .def("resume", &Communicator::resume, py::call_guard<py::gil_scoped_release>(),
+           "Restores what suspend() released (ncclCommResume, NCCL >= 2.29.7).")
       .def("close_all_resources", &Communicator::close_all_resources,
            py::call_guard<py::gil_scoped_release>(),
            "Closes every resource of this communicator (best effort, idempotent).")

@@ -29,7 +29,8 @@ def _meta(job, args) -> dict:
             "memory": args.memory,
             "date": datetime.datetime.now().isoformat(timespec="seconds"),
             "argv": sys.argv[1:],
-            "mode": "workloads" if args.workloads else "tooling" if args.tooling else "collectives",
+            "mode": ("workloads" if args.workloads else "tooling" if args.tooling
+                     else "footprint" if args.footprint else "collectives"),
             "warmup": args.warmup, "rounds": args.rounds,
             "ratio": "nccl_core / nccl time (lower: nccl_core faster)"}
 
@@ -41,7 +42,7 @@ def _check_against_world(args, world: int) -> None:
     if args.workloads and "tp" in args.workloads and (args.tp_hidden % world or args.tp_ffn % world):
         raise BenchError(f"--tp-hidden ({args.tp_hidden}) and --tp-ffn ({args.tp_ffn}) must be "
                          f"multiples of the world size ({world})")
-    if not args.workloads and not args.tooling:
+    if not args.workloads and not args.tooling and not args.footprint:
         try:
             pattern_for(args.torch_dtype, world)
         except ValueError as e:
@@ -51,6 +52,10 @@ def _check_against_world(args, world: int) -> None:
 def _steps(args) -> int:
     from nccl_core_backend.bench.sweep import graph_rows_wanted
 
+    if args.footprint:
+        from nccl_core_backend.bench.footprint import PROGRAMS
+
+        return len(PROGRAMS)
     if args.tooling:
         from nccl_core_backend.bench.tooling import SETTINGS
 
@@ -63,7 +68,16 @@ def _steps(args) -> int:
 
 
 def _run(job, args, progress) -> dict:
-    result = {"meta": _meta(job, args), "collectives": [], "workloads": [], "tooling": []}
+    result = {"meta": _meta(job, args), "collectives": [], "workloads": [], "tooling": [],
+              "footprint": []}
+    if args.footprint:
+        from nccl_core_backend.bench.footprint import run_footprint
+
+        model = dict(dim=args.model_dim, layers=args.model_layers, heads=args.model_heads,
+                     batch=args.batch, seq=args.seq)
+        result["footprint"] = run_footprint(job, args.footprint_mib, args.footprint_rounds, model,
+                                            args.steps, progress)
+        return result
     if args.tooling:
         from nccl_core_backend.bench.tooling import DEFAULT_ITERS, run_tooling
 
@@ -96,7 +110,7 @@ def _run(job, args, progress) -> dict:
 
 def _combine_checks(job, result: dict) -> None:
     """Every row's verdict becomes the AND over all ranks."""
-    rows = result["collectives"] + result["workloads"] + result["tooling"]
+    rows = result["collectives"] + result["workloads"] + result["tooling"] + result["footprint"]
     keys = [(i, name) for i, r in enumerate(rows) for name in sorted(r["correct"])]
     flags = job.all_ranks_true([rows[i]["correct"][name] for i, name in keys])
     for (i, name), ok in zip(keys, flags):

@@ -24,6 +24,7 @@ examples:
       --graph --json results.json --plot busbw.png
   torchrun --nproc-per-node=2 -m nccl_core_backend.bench --workloads --json workloads.json
   torchrun --nproc-per-node=1 -m nccl_core_backend.bench --tooling    # timing, NaN check, hooks
+  torchrun --nproc-per-node=2 -m nccl_core_backend.bench --footprint  # peak and held memory
   python -m nccl_core_backend.bench.plot results.json out.png     # draw later, anywhere
 """
 
@@ -124,8 +125,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="time all_reduce with torch's debugging switches instead of the "
                         "collectives: default, timing, NaN check, a completion hook, on each "
                         "backend (--sizes, --iters, --warmup, --rounds apply)")
-    p.add_argument("--steps", type=_positive_int, default=30,
-                   help="timed steps per backend and workload configuration (default 30)")
+    p.add_argument("--footprint", action="store_true",
+                   help="measure memory instead of time: peak and held MiB of a drop-after-"
+                        "collective loop and of FSDP2 steps, on each backend")
+    p.add_argument("--footprint-mib", type=_positive_int, default=256, metavar="MIB",
+                   help="footprint: the loop's tensor size in MiB (default 256)")
+    p.add_argument("--footprint-rounds", type=_positive_int, default=6, metavar="N",
+                   help="footprint: rounds of the loop (default 6)")
+    p.add_argument("--steps", type=_positive_int, default=None,
+                   help="timed steps per backend and workload configuration (default 30); "
+                        "FSDP2 steps with --footprint (default 12)")
     p.add_argument("--tokens", type=_int_list, default=[1, 4, 16],
                    help="tp: tokens per decode step (default 1,4,16)")
     p.add_argument("--tp-layers", type=_positive_int, default=32, help="tp: layers (default 32)")
@@ -148,8 +157,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Parsed and checked arguments (argparse exits with a message on bad ones)."""
     p = build_parser()
     args = p.parse_args(argv)
-    if args.tooling and args.workloads:
-        p.error("--tooling and --workloads are separate runs: pick one")
+    if sum(map(bool, (args.tooling, args.workloads, args.footprint))) > 1:
+        p.error("--tooling, --workloads and --footprint are separate runs: pick one")
+    if args.footprint and args.plot:
+        p.error("--plot draws collectives and workloads; --footprint's rows are a table "
+                "(--json keeps them)")
+    if args.steps is None:
+        args.steps = 12 if args.footprint else 30
     if args.tooling and args.plot:
         p.error("--plot draws collectives and workloads; --tooling's rows are a table "
                 "(--json keeps them)")

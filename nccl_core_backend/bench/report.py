@@ -101,6 +101,10 @@ def render(result: dict) -> str:
         parts += ["", workloads_table(result["workloads"])]
     if result.get("tooling"):
         parts += ["", tooling_table(result["tooling"])]
+    if result.get("footprint"):
+        from nccl_core_backend.bench.footprint import footprint_table
+
+        parts += ["", footprint_table(result["footprint"])]
     wrong = wrong_results(result)
     if wrong:
         parts += ["", "WRONG RESULTS: " + "; ".join(wrong)]
@@ -120,6 +124,9 @@ def wrong_results(result: dict) -> list[str]:
         if not all(r["correct"].values()):
             out.append(f"tooling {r['setting']} {format_bytes(r['bytes'])}: "
                        f"{correct_cell(r['correct'])}")
+    for r in result.get("footprint", []):
+        if not all(r["correct"].values()):
+            out.append(f"footprint {r['program']}: {correct_cell(r['correct'])}")
     return out
 
 
@@ -137,6 +144,7 @@ def load_json(path: str) -> dict:
         except json.JSONDecodeError as e:
             raise ValueError(f"{path} is not JSON: {e}") from None
     if not isinstance(result, dict) or "meta" not in result or not (
-            "collectives" in result or "workloads" in result or "tooling" in result):
+            "collectives" in result or "workloads" in result or "tooling" in result
+            or "footprint" in result):
         raise ValueError(f"{path} is not a results file of nccl_core_backend.bench (--json)")
     return result

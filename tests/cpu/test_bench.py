@@ -384,6 +384,10 @@ def test_options():
     (["--bucket-mb", "25,0"], "must be above 0"),
     (["--tokens", "1,,4"], "not a whole number"),
     (["--model-dim", "1000", "--model-heads", "16"], "multiple of --model-heads"),
+    (["--footprint", "--tooling"], "separate runs"),
+    (["--footprint", "--workloads"], "separate runs"),
+    (["--footprint", "--plot", "x.png"], "--footprint's rows are a table"),
+    (["--footprint-mib", "0"], "at least 1"),
 ])
 def test_argument_errors(argv, words, capsys):
     with pytest.raises(SystemExit) as e:
@@ -428,3 +432,21 @@ def test_command_bad_size_before_anything_starts():
     p = subprocess.run([sys.executable, "-m", "nccl_core_backend.bench", "--sizes", "12parsecs"], cwd=ROOT,
                        capture_output=True, text=True, env=_env(RANK="0"))
     assert p.returncode == 2 and "bad size '12parsecs'" in p.stderr
+
+
+def test_footprint_options_and_table():
+    a = cli.parse_args(["--footprint"])
+    assert a.footprint and a.footprint_mib == 256 and a.footprint_rounds == 6 and a.steps == 12
+    assert cli.parse_args([]).steps == 30
+    b = cli.parse_args(["--footprint", "--footprint-mib", "4", "--footprint-rounds", "2", "--steps", "3"])
+    assert (b.footprint_mib, b.footprint_rounds, b.steps) == (4, 2, 3)
+    from nccl_core_backend.bench import footprint, report
+
+    mem = {"nccl": ({"peak_mib": 896.0, "held_mib": 0.0}, True),
+           "nccl_core": ({"peak_mib": 5376.0, "held_mib": 5376.0}, True)}
+    row = footprint._row("drop loop", "6 x 256 MiB", mem, {"nccl": True, "nccl_core": False})
+    assert row["peak_ratio"] == 6.0
+    result = {"meta": {"world": 2}, "footprint": [row]}
+    text = report.render(result)
+    assert "| drop loop | 6 x 256 MiB | 896 | 0 | 5376 | 5376 | 6.00 | WRONG nccl_core |" in text
+    assert report.wrong_results(result) == [f"footprint drop loop: {report.correct_cell(row['correct'])}"]

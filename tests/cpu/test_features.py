@@ -164,3 +164,10 @@ def test_docs_matrix_agrees_with_the_table(column):
         # A cell starts with the status; anything after it is commentary.
         word = cells[column].split()[0].strip("*")
         assert word == table[name].status, (name, column, cells[column])
+
+
+def test_suspend_resume_is_exposed_from_2_29_7():
+    assert nc.features("2.28.9")["suspend_resume"].status == "unsupported"
+    assert nc.features("2.28.9")["suspend_resume"].needs == "2.29.7"
+    assert nc.features("2.29.7")["suspend_resume"].status == "native"
+    assert "Communicator.suspend" in nc.features("2.30.7")["suspend_resume"].api

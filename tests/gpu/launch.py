@@ -117,7 +117,7 @@ def torchrun(args: list[str], world: int, *, env: dict | None = None, timeout: f
     try:
         out, err = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
-        _end_group(p.pid)
+        end_group(p.pid)
         out, err = p.communicate()
         save_log(name or args[0], " ".join(cmd) + "\nHUNG\n" + out + err)
         pytest.fail(f"{' '.join(args)} at {world} ranks hung (> {timeout} s):\n{out[-3000:]}\n{err[-3000:]}")
@@ -127,7 +127,10 @@ def torchrun(args: list[str], world: int, *, env: dict | None = None, timeout: f
     return job
 
 
-def _end_group(pgid: int) -> None:
+def end_group(pgid: int) -> None:
+    """Ends a job started in a session of its own: SIGTERM to its process
+    group (torchrun ends its workers), SIGKILL to what is left; by group id,
+    never by name."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
             os.killpg(pgid, sig)

@@ -116,3 +116,19 @@ def test_tooling_rows_checked():
             assert 0 < r[b]["host_us"] <= r[b]["us"] * 1.01, r
         assert r["ratio"] > 0 and r["host_ratio"] > 0, r
     assert "| nan check | 4 KiB |" in out and "WRONG" not in out
+
+
+def test_footprint_rows():
+    """--footprint: both programs measured on both backends and checked;
+    backend nccl holds (next to) nothing once the program dropped its tensors (the
+    baseline nccl_core is compared with: tests/gpu/cases for the parity)."""
+    result, out = _bench("footprint", "--footprint", "--footprint-mib", "8", "--footprint-rounds", "2",
+                         "--steps", "2", "--model-dim", "128", "--model-layers", "2", "--model-heads", "4",
+                         "--batch", "2", "--seq", "64")
+    rows = result["footprint"]
+    assert [r["program"] for r in rows] == ["drop loop", "fsdp2 step"] and result["meta"]["mode"] == "footprint"
+    for r in rows:
+        assert r["correct"] == {"nccl": True, "nccl_core": True}, r
+        assert r["nccl"]["peak_mib"] > 0 and r["nccl_core"]["peak_mib"] > 0, r
+        assert r["nccl"]["held_mib"] <= 1, r
+    assert "| drop loop | 2 x 8 MiB |" in out and "WRONG" not in out

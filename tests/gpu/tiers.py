@@ -26,12 +26,12 @@ import argparse
 import dataclasses
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from tests.gpu.launch import ROOT, end_group
+
 SUITE = "tests/gpu/test_gpu_suite.py"
 NO_SOAK = {"NCCL_CORE_GPU_SKIP": "soak_no_leaks"}
 
@@ -69,33 +69,33 @@ def processes(worlds: str, iters: str, estimate_s: int) -> Job:
                estimate_s=estimate_s)
 
 
-ERROR_MODES = Job("error modes", ("tests/gpu/test_error_modes.py",), workers=6, estimate_s=150)
-BENCH = Job("bench", ("tests/gpu/test_bench.py",), workers=2, estimate_s=120)
-CPU = Job("cpu tests", ("tests/cpu",), workers=4, estimate_s=60)
+ERROR_MODES = Job("error modes", ("tests/gpu/test_error_modes.py",), workers=6, estimate_s=135)
+BENCH = Job("bench", ("tests/gpu/test_bench.py",), workers=2, estimate_s=55)
+CPU = Job("cpu tests", ("tests/cpu",), workers=4, estimate_s=110)
 
 # Every test file under tests/gpu is in some part (tests/cpu/test_gpu_tiers.py
 # checks), and the parts' launch configurations are the suite's five.
 PARTS: dict[str, list[Job]] = {
-    "suite-1": [suite("1:eager", 150)],
-    "suite-2": [suite("2:eager", 130), suite("2:lazy", 130)],
-    "suite-4": [suite("4:eager", 300), suite("4:lazy", 300)],
+    "suite-1": [suite("1:eager", 170)],
+    "suite-2": [suite("2:eager", 140), suite("2:lazy", 130)],
+    "suite-4": [suite("4:eager", 160), suite("4:lazy", 160)],
     "error-modes": [ERROR_MODES],
-    "processes": [processes("2,4", "25", 300)],
+    "processes": [processes("2,4", "25", 260)],
     "examples": [Job("examples at 4 ranks", ("tests/gpu/test_examples.py",), {"NCCL_CORE_EXAMPLE_WORLD": "4"},
-                     workers=4, estimate_s=300)],
+                     workers=4, estimate_s=200)],
     "bench": [BENCH, CPU],
     "soak": [soak("1", 420)],
 }
 
 # Every case family at 1 and 2 ranks, in well under 8 minutes with the build.
 QUICK: list[Job] = [
-    suite("1:eager", 150),
-    suite("2:eager", 130),
-    soak("0.1", 90),
+    suite("1:eager", 170),
+    suite("2:eager", 140),
+    soak("0.1", 50),
     ERROR_MODES,
-    processes("2", "3", 90),
+    processes("2", "3", 50),
     Job("examples at 2 ranks", ("tests/gpu/test_examples.py",), {"NCCL_CORE_EXAMPLE_WORLD": "2"}, workers=4,
-        estimate_s=150),
+        estimate_s=210),
     BENCH,
     CPU,
 ]
@@ -155,15 +155,6 @@ def _start(job: Job, part: str, log_dir: str) -> Running:
     return Running(job, part, proc, log_path, time.time())
 
 
-def _end_group(pid: int) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(pid, sig)
-        except ProcessLookupError:
-            return
-        time.sleep(5)
-
-
 def run(jobs: list[tuple[str, Job]], parallel: int, budget_s: float, log_dir: str) -> list[dict]:
     """Runs (part, job) pairs, `parallel` at a time, longest first; returns one row a job."""
     t0 = time.time()
@@ -190,7 +181,7 @@ def run(jobs: list[tuple[str, Job]], parallel: int, budget_s: float, log_dir: st
         if time.time() - t0 >= budget_s:
             for r in running:
                 say(f"budget of {budget_s:.0f}s spent: ending {r.part}: {r.job.name} (process group {r.proc.pid})")
-                _end_group(r.proc.pid)
+                end_group(r.proc.pid)
                 r.proc.wait()
                 r.rc, r.end, r.stopped = r.proc.returncode, time.time(), True
                 rows.append(r.finished_row())

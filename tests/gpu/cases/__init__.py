@@ -22,4 +22,5 @@ from tests.gpu.cases import (  # noqa: F401
     mem_pools,
     native_rma,
     native_queries,
+    suspend,
 )
