@@ -89,4 +89,4 @@ def test_tooling_rows_table_and_json(tmp_path):
 
 def test_tooling_and_workloads_are_separate_runs():
     p = _run(1, "--tooling", "--workloads", "tp")
-    assert p.returncode == 2 and "--tooling and --workloads are separate runs" in p.stderr
+    assert p.returncode == 2 and "--tooling, --workloads and --footprint are separate runs" in p.stderr

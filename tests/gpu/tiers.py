@@ -47,9 +47,16 @@ class Job:
     def command(self) -> list[str]:
         cmd = [sys.executable, "-m", "pytest", *self.tests, "-q", "-rs", "-p", "no:cacheprovider",
                "--durations=10"]
-        if self.workers:
+        if self.workers and _have_xdist():
             cmd += ["-n", str(self.workers)]
         return cmd
+
+
+def _have_xdist() -> bool:
+    """pytest-xdist is on the GPU hosts; without it a job runs its tests one by one."""
+    import importlib.util
+
+    return importlib.util.find_spec("xdist") is not None
 
 
 def suite(config: str, estimate_s: int, **env: str) -> Job:
