@@ -32,7 +32,7 @@
 #include <vector>
 
 #include "backend/nan_scan.h"
-#include "util/mapped_host.h"
+#include "memory/mapped_host.h"
 
 namespace nccl_core {
 

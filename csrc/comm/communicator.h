@@ -24,7 +24,7 @@
 
 #include "comm/host_call.h"
 #include "nccl/newer.h"
-#include "util/mapped_host.h"
+#include "memory/mapped_host.h"
 
 namespace nccl_core {
 

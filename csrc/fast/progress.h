@@ -15,7 +15,7 @@
 #include <chrono>
 #include <cstdint>
 
-#include "util/mapped_host.h"
+#include "memory/mapped_host.h"
 
 namespace nccl_core::fast {
 

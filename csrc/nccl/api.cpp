@@ -4,6 +4,8 @@
 
 #include <mutex>
 
+#include "util/checked.h"
+
 namespace nccl_core::api {
 
 namespace {
@@ -69,3 +71,13 @@ void* find_symbol(const char* name) {
 }
 
 } // namespace nccl_core::api
+
+namespace nccl_core::checked {
+
+// util/checked.h declares the default refusal of its checked conversions;
+// the exception types live here, one floor up, so this floor defines it.
+void raise_invalid(const std::string& message) {
+  throw NcclInvalid(message);
+}
+
+}  // namespace nccl_core::checked

@@ -24,7 +24,8 @@ namespace nccl_core::checked {
 
 // Throws; never returns.
 using Raise = void (*)(const std::string& message);
-// NcclInvalid(message) (util/checked.cpp).
+// NcclInvalid(message); defined by the NCCL layer (nccl/api.cpp), which owns the
+// exception types: this floor includes nothing above it.
 [[noreturn]] void raise_invalid(const std::string& message);
 
 namespace detail {

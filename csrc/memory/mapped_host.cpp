@@ -1,4 +1,4 @@
-#include "util/mapped_host.h"
+#include "memory/mapped_host.h"
 
 #include <cuda_runtime_api.h>
 

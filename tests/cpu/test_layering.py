@@ -1,0 +1,63 @@
+"""The C++ folders form floors: a file includes headers of its own folder and
+of folders on lower floors only (docs/architecture.md, the folder map).  A
+back-include fails here, naming the file, the line and both floors."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CSRC = os.path.join(ROOT, "csrc")
+
+# Lowest first.  Folders on one floor do not include each other.
+FLOORS = {
+    "util": 0,      # checked arithmetic, string building, host profiling: nothing of ours
+    "nccl": 1,      # the checked NCCL/CUDA call layer, features, newer APIs
+    "memory": 2,    # NCCL's allocator, VMM, mapped host memory
+    "comm": 3,      # the Communicator and its resources
+    "device": 4,    # device communicators and device collectives
+    "fast": 4,      # nccl_core's own NVLink kernels (fast path, push)
+    "rma": 5,       # one-sided communication
+    "backend": 6,   # the c10d::Backend and its systems
+    "python": 7,    # the pybind11 module
+}
+INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"')
+
+
+def _includes():
+    for folder in sorted(os.listdir(CSRC)):
+        path = os.path.join(CSRC, folder)
+        if not os.path.isdir(path):
+            continue
+        for name in sorted(os.listdir(path)):
+            with open(os.path.join(path, name), errors="replace") as f:
+                for number, line in enumerate(f, 1):
+                    m = INCLUDE.match(line)
+                    if m:
+                        yield folder, f"csrc/{folder}/{name}:{number}", m.group(1)
+
+
+def test_every_folder_has_a_floor():
+    folders = {d for d in os.listdir(CSRC) if os.path.isdir(os.path.join(CSRC, d))}
+    assert folders == set(FLOORS), (folders - set(FLOORS), set(FLOORS) - folders)
+
+
+def test_no_include_reaches_up_or_sideways():
+    bad = [f"{where}: {src} (floor {FLOORS[src]}) includes {dst}/ (floor {FLOORS.get(dst)})"
+           for src, where, dst in _includes()
+           if dst != src and (dst not in FLOORS or FLOORS[dst] >= FLOORS[src])]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_check_sees_a_back_include(tmp_path, monkeypatch):
+    """The check fails on the mistake it guards: a util file that includes nccl/."""
+    fake = tmp_path / "csrc"
+    (fake / "util").mkdir(parents=True)
+    (fake / "nccl").mkdir()
+    (fake / "util" / "x.cpp").write_text('#include "nccl/api.h"\n')
+    (fake / "nccl" / "api.h").write_text('#include "util/concat.h"\n')
+    monkeypatch.setattr(sys.modules[__name__], "CSRC", str(fake))
+    found = [(src, dst) for src, _, dst in _includes() if dst != src and FLOORS[dst] >= FLOORS[src]]
+    assert found == [("util", "nccl")]
