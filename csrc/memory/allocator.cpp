@@ -1,11 +1,14 @@
 #include "memory/allocator.h"
 
 #include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#include <cuda_runtime_api.h>
 #include <nccl.h>
 #include <torch/csrc/cuda/CUDAPluggableAllocator.h>
 
-#include <mutex>
 #include <map>
+#include <mutex>
+#include <vector>
 
 #include "nccl/api.h"
 #include "util/checked.h"
@@ -46,9 +49,88 @@ void free_now(void* ptr, int device) noexcept {
   }
 }
 
+// Frees waiting for the GPU work queued before them (release_after_use).
+struct Deferred {
+  cudaEvent_t done;
+  void* ptr;
+  int device;
+};
+std::mutex& deferred_mutex() {
+  static auto* m = new std::mutex();
+  return *m;
+}
+std::vector<Deferred>& deferred() {
+  static auto* v = new std::vector<Deferred>();
+  return *v;
+}
+
 } // namespace
 
+void release_completed() noexcept {
+  std::vector<Deferred> ready;
+  {
+    std::lock_guard<std::mutex> lock(deferred_mutex());
+    auto& pending = deferred();
+    for (size_t i = 0; i < pending.size();) {
+      cudaError_t state = cudaEventQuery(pending[i].done);
+      if (state == cudaErrorNotReady) {
+        ++i;
+        continue;
+      }
+      (void)cudaGetLastError();  // an error here frees anyway: the work is gone
+      ready.push_back(pending[i]);
+      pending[i] = pending.back();
+      pending.pop_back();
+    }
+  }
+  for (auto& d : ready) {
+    (void)cudaEventDestroy(d.done);
+    release(d.ptr, d.device);
+  }
+}
+
+void release_after_use(void* ptr, int device) noexcept {
+  if (ptr == nullptr) {
+    return;
+  }
+  // ncclMemFree is not stream-ordered: a tensor dropped right after the
+  // program queued work on it (a plain collective's input, a kernel) must
+  // keep its memory until that work ran.  The event marks the end of what
+  // the releasing thread's current stream has queued, as torch's caching
+  // allocator assumes for its own blocks.  Under graph capture nothing can
+  // be waited for: the memory goes at once, as before.
+  int previous = -1;
+  (void)cudaGetDevice(&previous);
+  if (previous != device) {
+    (void)cudaSetDevice(device);
+  }
+  cudaStream_t stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  cudaEvent_t done = nullptr;
+  bool deferred_ok = cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
+                     capture == cudaStreamCaptureStatusNone &&
+                     cudaEventCreateWithFlags(&done, cudaEventDisableTiming) == cudaSuccess &&
+                     cudaEventRecord(done, stream) == cudaSuccess;
+  if (previous >= 0 && previous != device) {
+    (void)cudaSetDevice(previous);
+  }
+  if (!deferred_ok) {
+    (void)cudaGetLastError();
+    if (done != nullptr) {
+      (void)cudaEventDestroy(done);
+    }
+    release(ptr, device);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(deferred_mutex());
+    deferred().push_back(Deferred{done, ptr, device});
+  }
+  release_completed();
+}
+
 void* allocate(size_t bytes, int device) {
+  release_completed();  // memory whose last use has run goes back first
   size_t n = bytes == 0 ? 1 : bytes;
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
   void* ptr = nullptr;
@@ -128,6 +210,7 @@ void unpin(void* base) {
 }
 
 size_t live_bytes() {
+  release_completed();
   return g_live.load();
 }
 
@@ -154,7 +237,7 @@ at::Tensor empty(at::IntArrayRef sizes, at::ScalarType dtype, int device, bool f
                      .dtype(dtype)
                      .device(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device)));
   return at::from_blob(
-      ptr, sizes, strides, [device](void* p) { release(p, device); }, options);
+      ptr, sizes, strides, [device](void* p) { release_after_use(p, device); }, options);
 }
 
 std::shared_ptr<c10::cuda::CUDACachingAllocator::CUDAAllocator> caching_allocator() {

@@ -2,7 +2,8 @@
 //
 // ncclMemAlloc maps memory through the CUDA VMM API with the properties NCCL
 // needs for zero-copy registration, windows and symmetric kernels.  Tensors
-// from `empty` free their memory when their storage dies; `caching_allocator`
+// from `empty` free their memory when their storage dies, once the work their
+// releasing thread's current stream queued before has run; `caching_allocator`
 // is the same memory behind torch's CUDAAllocator interface, for
 // torch.cuda.MemPool and Backend::allocateTensor.
 #pragma once
@@ -21,6 +22,13 @@ namespace nccl_core::memory {
 void* allocate(size_t bytes, int device);
 // ncclMemFree on `device`; errors are ignored (called from deleters).
 void release(void* ptr, int device) noexcept;
+// release() once the work the current stream has queued so far has run (an
+// event; at once under graph capture): what `empty` tensors' deleters call,
+// since ncclMemFree itself is not ordered with the GPU.
+void release_after_use(void* ptr, int device) noexcept;
+// Releases what release_after_use deferred and the GPU has passed (also done
+// by allocate and live_bytes).
+void release_completed() noexcept;
 
 // Uninitialised tensor in NCCL memory; `fortran` gives column-major strides.
 at::Tensor empty(at::IntArrayRef sizes, at::ScalarType dtype, int device, bool fortran);

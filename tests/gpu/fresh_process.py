@@ -12,6 +12,11 @@ test_fresh_process.py):
   with backend nccl's wording (``caught collective operation timeout``).
 - ``profiling``: under ``torch.profiler`` every op is an asynchronous record
   named like backend nccl's (``nccl_core:all_reduce``), fast path included.
+- ``drop_after_use``: the input of a plain collective, in NCCL memory
+  (``nc.torch.empty``), is dropped right after the call while the GPU is
+  still busy before it; its memory must stay until the op ran (ncclMemFree
+  is not stream-ordered: freed at once, the op reads unmapped memory and the
+  process dies with an illegal address).  Read back at once, every element.
 
 Prints ``OK <scenario>`` on success; raises otherwise.
 """
@@ -108,12 +113,35 @@ def profiling(rank: int, world: int, device: torch.device) -> None:
     dist.destroy_process_group()
 
 
+def drop_after_use(rank: int, world: int, device: torch.device) -> None:
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl_core", device_id=device)
+    a = torch.randn(4096, 4096, device=device, dtype=torch.bfloat16)
+    n = 1 << 20
+    for it in range(40):
+        z = a
+        for _ in range(8):  # keep the stream busy past the drop below
+            z = z @ a
+        x = nc.torch.empty(n, device=device)
+        x.fill_(float(rank + 1 + it))
+        x += (z[0, 0] * 0).float()  # ordered after the chain
+        out = torch.empty(world * n, device=device)
+        dist.all_gather_into_tensor(out, x)
+        del x  # its last use is still queued
+        churn = [nc.torch.empty(n, device=device).fill_(-1.0) for _ in range(2)]  # reuse pressure
+        want = torch.cat([torch.full((n,), float(r + 1 + it)) for r in range(world)])
+        got = out.cpu()
+        assert torch.equal(got, want), f"iteration {it}: {(got != want).sum().item()} wrong elements"
+        del churn
+    dist.destroy_process_group()
+
+
 def main() -> int:
     scenario = sys.argv[1]
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = simhosts.local_device()
     scenarios = {"detail": detail, "batch_self": batch_self, "timeout": timeout,
-                 "profiling": profiling}
+                 "profiling": profiling, "drop_after_use": drop_after_use}
     scenarios[scenario](rank, world, device)
     print(f"OK {scenario} rank {rank}", flush=True)
     return 0
