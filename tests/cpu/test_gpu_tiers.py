@@ -71,10 +71,11 @@ def test_table_totals_and_verdict():
 
 
 def test_runner_runs_jobs_and_stops_at_the_budget(tmp_path):
-    ok = tiers.Job("ok", ("tests/cpu/test_gpu_tiers.py::test_job_names_are_unique_within_a_tier",))
+    # A test that imports nothing heavy: done within the budget even on a loaded host.
+    ok = tiers.Job("ok", ("tests/cpu/test_layering.py::test_every_folder_has_a_floor",))
     slow = tiers.Job("slow", ("tests/cpu/test_gpu_tiers.py::test_sleeps_when_asked",),
                      {"NCCL_CORE_TIERS_SLEEP": "60"})
-    rows = tiers.run([("p", ok), ("p", slow)], 2, 20, str(tmp_path))
+    rows = tiers.run([("p", ok), ("p", slow)], 2, 30, str(tmp_path))
     by = {r["job"]: r for r in rows}
     assert by["ok"]["result"] == "ok" and by["ok"]["passed"] == 1
     assert by["slow"]["result"] == "stopped"
