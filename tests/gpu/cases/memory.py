@@ -8,8 +8,8 @@ import torch
 import torch.distributed as dist
 
 import nccl_core_backend as nc
-from tests.gpu.cases.common import (address_mapped, device_used_bytes, check, expect_raises, fail, make, reduce_ref,
-                                    skip_without_window)
+from tests.gpu.cases.common import (address_mapped, check, device_used_bytes, expect_raises,
+                                    fail, make, reduce_ref, skip_without_window)
 from tests.gpu.registry import case
 
 
@@ -102,6 +102,7 @@ def _memory_returns_on_gc(ctx):
     for _ in range(200):
         nc.torch.empty(1000, device=ctx.device)
     gc.collect()
+    torch.cuda.synchronize()  # frees wait for the stream's queued work (an event each)
     if nc._C._mem_live_bytes() > base_live:
         fail("200 small empty() calls left memory behind")
 
