@@ -37,16 +37,31 @@ std::map<void*, Entry>& table() {
   return *m;
 }
 
+// `device` current for a scope, errors ignored (deleters must not throw,
+// which rules out c10's CUDAGuard).
+struct OnDevice {
+  explicit OnDevice(int device) : device_(device) {
+    (void)cudaGetDevice(&previous_);
+    if (previous_ != device_) {
+      (void)cudaSetDevice(device_);
+    }
+  }
+  ~OnDevice() {
+    if (previous_ >= 0 && previous_ != device_) {
+      (void)cudaSetDevice(previous_);
+    }
+  }
+  OnDevice(const OnDevice&) = delete;
+  OnDevice& operator=(const OnDevice&) = delete;
+
+ private:
+  int device_;
+  int previous_ = -1;
+};
+
 void free_now(void* ptr, int device) noexcept {
-  int previous = -1;
-  (void)cudaGetDevice(&previous);
-  if (previous != device) {
-    (void)cudaSetDevice(device);
-  }
+  OnDevice on(device);
   (void)ncclMemFree(ptr);
-  if (previous >= 0 && previous != device) {
-    (void)cudaSetDevice(previous);
-  }
 }
 
 // Frees waiting for the GPU work queued before them (release_after_use).
@@ -99,20 +114,17 @@ void release_after_use(void* ptr, int device) noexcept {
   // the releasing thread's current stream has queued, as torch's caching
   // allocator assumes for its own blocks.  Under graph capture nothing can
   // be waited for: the memory goes at once, as before.
-  int previous = -1;
-  (void)cudaGetDevice(&previous);
-  if (previous != device) {
-    (void)cudaSetDevice(device);
-  }
-  cudaStream_t stream = c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   cudaEvent_t done = nullptr;
-  bool deferred_ok = cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
-                     capture == cudaStreamCaptureStatusNone &&
-                     cudaEventCreateWithFlags(&done, cudaEventDisableTiming) == cudaSuccess &&
-                     cudaEventRecord(done, stream) == cudaSuccess;
-  if (previous >= 0 && previous != device) {
-    (void)cudaSetDevice(previous);
+  bool deferred_ok = false;
+  {
+    OnDevice on(device);
+    cudaStream_t stream =
+        c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device)).stream();
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    deferred_ok = cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
+                  capture == cudaStreamCaptureStatusNone &&
+                  cudaEventCreateWithFlags(&done, cudaEventDisableTiming) == cudaSuccess &&
+                  cudaEventRecord(done, stream) == cudaSuccess;
   }
   if (!deferred_ok) {
     (void)cudaGetLastError();

@@ -159,14 +159,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if sum(map(bool, (args.tooling, args.workloads, args.footprint))) > 1:
         p.error("--tooling, --workloads and --footprint are separate runs: pick one")
-    if args.footprint and args.plot:
-        p.error("--plot draws collectives and workloads; --footprint's rows are a table "
+    table_only = "--tooling" if args.tooling else "--footprint" if args.footprint else ""
+    if table_only and args.plot:
+        p.error(f"--plot draws collectives and workloads; {table_only}'s rows are a table "
                 "(--json keeps them)")
     if args.steps is None:
         args.steps = 12 if args.footprint else 30
-    if args.tooling and args.plot:
-        p.error("--plot draws collectives and workloads; --tooling's rows are a table "
-                "(--json keeps them)")
     if args.rounds is None:
         args.rounds = 11 if args.tooling else 4
     if args.sizes is None:

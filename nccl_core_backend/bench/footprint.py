@@ -22,6 +22,7 @@ Programs:
 from __future__ import annotations
 
 import gc
+import math
 
 import torch
 import torch.distributed as dist
@@ -71,18 +72,11 @@ def drop_loop(group, device, world: int, rank: int, mib: int, rounds: int) -> bo
 def fsdp2_step(group, device, dim: int, layers: int, heads: int, batch: int, seq: int,
                steps: int, seed: int) -> float:
     """`steps` FSDP2 steps on `group`; the last loss (every rank's mean)."""
-    from torch.distributed.device_mesh import DeviceMesh
-    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
-
-    from nccl_core_backend.bench.training import Encoder
+    from nccl_core_backend.bench.training import Encoder, shard_encoder
 
     torch.manual_seed(seed)
     model = Encoder(dim, layers, heads).to(device)
-    mesh = DeviceMesh.from_group(group, device.type)
-    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
-    for layer in model.layers:
-        fully_shard(layer, mesh=mesh, mp_policy=mp)
-    fully_shard(model, mesh=mesh, mp_policy=mp)
+    shard_encoder(model, group, device)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4)
     gen = torch.Generator(device=device)
     gen.manual_seed(seed * 7 + dist.get_rank(group) + 1)
@@ -119,7 +113,7 @@ def run_footprint(job, mib: int, rounds: int, model: dict, steps: int, progress)
         fsdp[name] = measure(job.device, lambda g=job.groups[name]: fsdp2_step(
             g, job.device, steps=steps, seed=seed, **model))
     losses = {n: fsdp[n][1] for n in order}
-    finite = all(v == v and abs(v) != float("inf") for v in losses.values())
+    finite = all(math.isfinite(v) for v in losses.values())
     same = abs(losses[CORE] - losses[NCCL]) <= 1e-3 * max(abs(losses[NCCL]), 1e-6)
     rows.append(_row("fsdp2 step", f"{steps} steps, dim {model['dim']} x {model['layers']}", fsdp,
                      {n: finite and same for n in order}))

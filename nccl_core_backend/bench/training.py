@@ -182,21 +182,26 @@ def run_ddp(job, bucket_mbs: list[float], dim: int, layers: int, heads: int, bat
     return rows
 
 
-def run_fsdp(job, dim: int, layers: int, heads: int, batch: int, seq: int, steps: int, warmup: int,
-             rounds: int, progress) -> list[dict]:
+def shard_encoder(model: nn.Module, group, device) -> None:
+    """FSDP2 over `group`: each layer and the root, bf16 parameters, fp32 reduction."""
     from torch.distributed.device_mesh import DeviceMesh
     from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 
+    mesh = DeviceMesh.from_group(group, device.type)
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+    for layer in model.layers:
+        fully_shard(layer, mesh=mesh, mp_policy=mp)
+    fully_shard(model, mesh=mesh, mp_policy=mp)
+
+
+def run_fsdp(job, dim: int, layers: int, heads: int, batch: int, seq: int, steps: int, warmup: int,
+             rounds: int, progress) -> list[dict]:
     pool = EventPool()
     seed = job.shared_seed()
     x, y = _batch(job, batch, seq, dim, seed)
-    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
     models = _models(job, dim, layers, heads, seed)
     for name, m in models.items():
-        mesh = DeviceMesh.from_group(job.groups[name], job.device.type)
-        for layer in m.layers:
-            fully_shard(layer, mesh=mesh, mp_policy=mp)
-        fully_shard(m, mesh=mesh, mp_policy=mp)
+        shard_encoder(m, job.groups[name], job.device)
     trainers = {name: Trainer(m, autocast=False) for name, m in models.items()}
     samples = interleaved({name: (lambda t=t: t.step(x, y)) for name, t in trainers.items()},
                           steps, warmup, rounds, job.sync, pool)

@@ -57,9 +57,11 @@ def address_mapped(ptr: int) -> bool:
     CU_POINTER_ATTRIBUTE_MAPPED): False once its memory went back to the driver."""
     import ctypes
 
+    cu_pointer_attribute_mapped = 13  # cuda.h's CUpointer_attribute
     cuda = ctypes.CDLL("libcuda.so.1")
     value = ctypes.c_int(0)
-    rc = cuda.cuPointerGetAttribute(ctypes.byref(value), 13, ctypes.c_uint64(ptr))
+    rc = cuda.cuPointerGetAttribute(ctypes.byref(value), cu_pointer_attribute_mapped,
+                                    ctypes.c_uint64(ptr))
     return rc == 0 and value.value == 1
 
 
