@@ -135,6 +135,9 @@ def main(argv: list[str] | None = None) -> int:
     except BenchError as e:
         if job.rank == 0:
             print(f"nccl_core_backend.bench: error: {e}", file=sys.stderr)
+        # Every rank refuses alike; the barrier keeps rank 0 (the store's host)
+        # from leaving while a peer still connects the groups start_job made.
+        job.sync()
         finish(2)
     progress = Progress(_steps(args), enabled=job.rank == 0)
     try:
