@@ -17,6 +17,9 @@ TIMEOUT_S = 3
 TIMEOUT_MARK = "caught collective operation timeout"
 
 
+READY_AT = re.compile(r"READY rank \d+ at (\d+\.\d{3})")
+
+
 def launch(scenario, world, mode, *extra, env_extra=None):
     """Runs error_modes.py `scenario` at `world` ranks with
     TORCH_NCCL_ASYNC_ERROR_HANDLING=`mode` (None: unset, torch's default)."""
@@ -27,8 +30,8 @@ def launch(scenario, world, mode, *extra, env_extra=None):
     end = time.time()
     # Seconds from the fault's set-up (READY) to the end of the job, for
     # docs/reliability.md: NCCL_CORE_TIMINGS names a file to append them to.
-    ready = [float(line.split(" at ")[1]) for line in job.stdout.splitlines()
-             if line.startswith("READY rank") and " at " in line]
+    # Ranks share the pipe: one rank's line can land inside another's.
+    ready = [float(t) for t in READY_AT.findall(job.stdout)]
     if ready and os.environ.get("NCCL_CORE_TIMINGS"):
         with open(os.environ["NCCL_CORE_TIMINGS"], "a") as f:
             f.write(f"{scenario} {' '.join(extra)} mode={mode} world={world} rc={job.returncode} "
