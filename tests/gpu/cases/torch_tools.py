@@ -161,8 +161,11 @@ def tools_timing_duration(ctx):
         if not torch.equal(out.cpu(), ref):
             fail(f"timed all_gather of {numel} elements is wrong")
     # 256 MiB per rank moves at least 2 x 256 MiB through HBM: above
-    # 0.1 ms at any bandwidth an H100/H200 has (< 5.4 TB/s).
-    if results[1] < 0.1 or results[1] <= results[0]:
+    # 0.1 ms at any bandwidth an H100/H200 has (< 5.4 TB/s).  (No order
+    # between the two sizes: beside other jobs on the GPU the 4 MiB op can
+    # wait longer for SMs than the 256 MiB one runs.  A stale duration is
+    # caught by the bound measured around each op.)
+    if results[1] < 0.1:
         fail(f"256 MiB gather timed at {results[1]} ms (4 MiB: {results[0]} ms)")
     # A plain call (the caller's stream; where the fast path runs, tracked by
     # its kernel's report, not watched) is timed the same way, many times
