@@ -247,6 +247,7 @@ def teardown_with_registered_pools(ctx):
         if how == "destroy":
             dist.destroy_process_group(g)
         else:
+            dist.barrier()  # every rank is done with g: see abort_then_ops_raise_dist_backend_error
             be.abort()
         if be._registered_segments() != {"segments": 0, "bytes": 0, "windows": 0}:
             fail(f"after {how}: still registered {be._registered_segments()}")
