@@ -31,15 +31,7 @@ t_start=$(date +%s)
   echo "== host"; nvidia-smi -L; python3 -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'nccl', torch.cuda.nccl.version(), 'gpus', torch.cuda.device_count())"
 } 2>&1 | tee "$LOG_DIR/env.log"
 echo "== build"
-# NCCL_CORE_SKIP_BUILD=1 reuses the extension built by an earlier call on
-# this (still warm) machine.
-if [ "${NCCL_CORE_SKIP_BUILD:-0}" = 1 ] && python3 -c "import nccl_core_backend._C" 2>/dev/null; then
-  echo "build skipped (NCCL_CORE_SKIP_BUILD=1)"
-elif ! TORCH_DEVICE_BACKEND_AUTOLOAD=0 MAX_JOBS=${MAX_JOBS:-32} python3 -m pip install --no-build-isolation --no-deps --no-index -e . >"$LOG_DIR/build.log" 2>&1; then
-  tail -50 "$LOG_DIR/build.log"; echo "BUILD FAILED"; exit 1
-else
-  echo "build ok in $(( $(date +%s) - t_start ))s"
-fi
+bash scripts/gpu-build.sh "$LOG_DIR/build.log" || exit 1
 echo "== GPU tests: $*"
 # NCCL_CORE_GPU_BUDGET_S bounds the jobs (per part with --all), so that the
 # logs are packed even when the device call's own limit is near.

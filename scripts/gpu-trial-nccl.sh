@@ -22,6 +22,10 @@ if [ ! -f "$lib" ]; then
   ls "$staged"/part* >/dev/null 2>&1 || { echo "no staged parts of NCCL $version in $staged or stage/$version"; exit 1; }
   cat "$staged"/part* | xz -d > "$lib.tmp" && mv "$lib.tmp" "$lib" || exit 1
 fi
+# Built (or found built) before the preload, so the version check below can
+# import it; gpu-test.sh then reuses that build.
+bash scripts/gpu-build.sh || exit 1
+export NCCL_CORE_SKIP_BUILD=1
 export LD_PRELOAD=$lib
 seen=$(TORCH_DEVICE_BACKEND_AUTOLOAD=0 python3 -c "import nccl_core_backend as n; print('.'.join(map(str, n.nccl_version())))")
 echo "NCCL loaded: $seen"
