@@ -155,16 +155,17 @@ def tools_timing_duration(ctx):
         results.append(d)
         if not (0 < d <= outer * 1.05 + 0.02):
             fail(f"duration {d} ms outside (0, {outer} ms] measured around it ({numel} elements)")
-        if numel == 1 << 26 and d < 0.5 * outer:
-            fail(f"duration {d} ms is under half of the {outer} ms measured around the op")
         ref = torch.cat([torch.full((numel,), float(r + 1)) for r in range(ctx.world)])
         if not torch.equal(out.cpu(), ref):
             fail(f"timed all_gather of {numel} elements is wrong")
     # 256 MiB per rank moves at least 2 x 256 MiB through HBM: above
-    # 0.1 ms at any bandwidth an H100/H200 has (< 5.4 TB/s).  (No order
-    # between the two sizes: beside other jobs on the GPU the 4 MiB op can
-    # wait longer for SMs than the 256 MiB one runs.  A stale duration is
-    # caught by the bound measured around each op.)
+    # 0.1 ms at any bandwidth an H100/H200 has (< 5.4 TB/s), so a duration
+    # that times less than the op fails here.  No lower bound relative to the
+    # events around the op, nor an order between the two sizes: beside other
+    # jobs the host can take milliseconds between the first event and the
+    # op's launch (5.7 ms around a 0.13 ms op), and the 4 MiB op can wait
+    # for SMs longer than the 256 MiB one runs.  A stale duration is caught by
+    # the upper bound measured around each op.
     if results[1] < 0.1:
         fail(f"256 MiB gather timed at {results[1]} ms (4 MiB: {results[0]} ms)")
     # A plain call (the caller's stream; where the fast path runs, tracked by
