@@ -174,7 +174,7 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
     }
     return call_check_ ? call_check_->tick() : std::string();
   };
-  hooks.on_done = [this](Work& w) { hooks_->finished(w); };
+  hooks.on_done = [this](OpState& op) { hooks_->finished(op); };
   watchdog_ = std::make_unique<Watchdog>(options_->watchdog_interval, options_->policy(),
                                          std::move(hooks), options_->heartbeat_timeout, info_,
                                          options_->unraised_error_grace);

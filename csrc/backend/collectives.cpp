@@ -125,9 +125,10 @@ ncclRedOp_t Backend::reduce_op(const c10d::ReduceOp& op, const at::Tensor& t,
   if (sup->tensor_factor.defined()) {
     NCCL_CORE_CHECK_VALUE(sup->tensor_factor.numel() == 1, "nccl_core ", what,
                       ": PREMUL_SUM factor must have one element");
-    // NCCL reads the device scalar while the collective runs: keep it alive.
+    // NCCL reads the device scalar while the collective runs, and it may be
+    // the caller's own tensor (no copy): kept like the call's inputs.
     at::Tensor factor = sup->tensor_factor.to(t.device(), real_type).contiguous();
-    work.stash.push_back(factor);
+    work.keep_like_inputs(factor);
     NCCL_CORE_CHECK(comm, ncclRedOpCreatePreMulSum(&out, factor.data_ptr(), type,
                                                    ncclScalarDevice, comm));
   } else {

@@ -3,7 +3,7 @@
 #include <c10/util/Exception.h>
 
 #include "backend/errors.h"
-#include "backend/work.h"
+#include "backend/op_state.h"
 
 namespace nccl_core {
 
@@ -48,11 +48,11 @@ void CompletionHooks::remove(int64_t id) {
   update_active();
 }
 
-void CompletionHooks::finished(Work& work) {
+void CompletionHooks::finished(OpState& op) {
   if (!active()) {
     return;
   }
-  auto info = work.info(std::chrono::steady_clock::now());
+  auto info = op.info(std::chrono::steady_clock::now());
   std::map<int64_t, Keyed> keyed;
   std::shared_ptr<Queue> q;
   {
@@ -69,12 +69,12 @@ void CompletionHooks::finished(Work& work) {
     q->cv.notify_all();
   }
   std::optional<float> ms;
-  if (work.timer) {
+  if (op.timer) {
     ms = info->activeDuration.count() * 1000.0f;
   }
   for (auto& [id, hook] : keyed) {
     try {
-      hook(work.completion_key(), ms);
+      hook(op.completion_key, ms);
     } catch (const std::exception& e) {
       TORCH_WARN("nccl_core: completion hook ", id, " raised: ", e.what());
     }

@@ -26,7 +26,7 @@
 
 namespace nccl_core {
 
-class Work;
+class OpState;
 
 class CompletionHooks {
  public:
@@ -45,8 +45,8 @@ class CompletionHooks {
   void remove(int64_t id);            // raises on an unknown id
   // One atomic load: whether finished ops must be reported.
   bool active() const { return active_.load(std::memory_order_acquire); }
-  // The watchdog: `work` finished without error.
-  void finished(Work& work);
+  // The watchdog: `op` finished without error.
+  void finished(OpState& op);
   // Lets the queued on-completion calls run (waiting for them at most a few
   // seconds: the caller may hold the GIL that a Python hook needs), then
   // ends the thread (idempotent).  Later ops report nothing.

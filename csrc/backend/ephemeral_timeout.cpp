@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/errors.h"
+#include "backend/op_state.h"
 
 namespace nccl_core {
 
@@ -10,9 +11,7 @@ void EphemeralTimeouts::add(std::chrono::milliseconds delta) {
   NCCL_CORE_CHECK_VALUE(delta.count() >= 0, "nccl_core: _add_ephemeral_timeout: negative "
                         "timeout ", delta.count(), " ms");
   std::lock_guard<std::mutex> lock(mutex_);
-  live_.push_back(Extension{delta, c10::weak_intrusive_ptr<c10d::Work>(
-                                      c10::intrusive_ptr<c10d::Work>()),
-                            false});
+  live_.push_back(Extension{delta, {}, false});
   any_.store(true, std::memory_order_release);
 }
 
@@ -22,16 +21,16 @@ void EphemeralTimeouts::expire() {
                                if (!e.bound) {
                                  return false;
                                }
-                               auto w = e.ends_with.lock();
+                               auto op = e.ends_with.lock();
                                // Gone: retired by the watchdog, so finished.
-                               return !w || w->isCompleted();
+                               return !op || op->completed();
                              }),
               live_.end());
   any_.store(!live_.empty(), std::memory_order_release);
 }
 
 std::chrono::milliseconds EphemeralTimeouts::extension_for(
-    const c10::intrusive_ptr<c10d::Work>& first) {
+    const std::shared_ptr<OpState>& first) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (live_.empty()) {
     return std::chrono::milliseconds(0);
@@ -40,7 +39,7 @@ std::chrono::milliseconds EphemeralTimeouts::extension_for(
   std::chrono::milliseconds total(0);
   for (auto& e : live_) {
     if (!e.bound) {
-      e.ends_with = c10::weak_intrusive_ptr<c10d::Work>(first);
+      e.ends_with = first;
       e.bound = true;
     }
     total += e.delta;

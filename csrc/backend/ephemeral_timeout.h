@@ -5,15 +5,15 @@
 // theirs.  Extensions add up and each ends on its own.
 #pragma once
 
-#include <c10/util/intrusive_ptr.h>
-#include <torch/csrc/distributed/c10d/Work.hpp>
-
 #include <atomic>
 #include <chrono>
+#include <memory>
 #include <mutex>
 #include <vector>
 
 namespace nccl_core {
+
+class OpState;
 
 class EphemeralTimeouts {
  public:
@@ -21,7 +21,7 @@ class EphemeralTimeouts {
   void add(std::chrono::milliseconds delta);
   // The extra time for an op being issued now.  `first` becomes the op that
   // ends the extensions added since the last op.
-  std::chrono::milliseconds extension_for(const c10::intrusive_ptr<c10d::Work>& first);
+  std::chrono::milliseconds extension_for(const std::shared_ptr<OpState>& first);
   // The extensions in force (tests).
   std::chrono::milliseconds current();
   // One atomic load: whether any extension may be in force.  While one is,
@@ -31,7 +31,7 @@ class EphemeralTimeouts {
  private:
   struct Extension {
     std::chrono::milliseconds delta;
-    c10::weak_intrusive_ptr<c10d::Work> ends_with;  // null until an op is issued
+    std::weak_ptr<OpState> ends_with;  // null until an op is issued
     bool bound = false;
   };
   void expire();  // under mutex_: drops extensions whose op has completed

@@ -5,7 +5,7 @@
 #include <cerrno>
 #include <cstdlib>
 
-#include "backend/work.h"
+#include "backend/op_state.h"
 #include "fast/progress.h"
 
 namespace nccl_core {
@@ -125,7 +125,7 @@ bool FlightRecorder::signature_hash(uint64_t coll, uint64_t& out) const {
   return true;
 }
 
-void FlightRecorder::record(const c10::intrusive_ptr<Work>& work, uint64_t seq, c10d::OpType op,
+void FlightRecorder::record(const std::shared_ptr<OpState>& state, uint64_t seq, c10d::OpType op,
                             c10::ScalarType dtype, int64_t numel_in, int64_t numel_out,
                             const std::shared_ptr<fast::Progress>& progress, uint64_t ticket) {
   if (entries_.empty()) {
@@ -145,7 +145,7 @@ void FlightRecorder::record(const c10::intrusive_ptr<Work>& work, uint64_t seq, 
   e.dtype = dtype;
   e.numel_in = numel_in;
   e.numel_out = numel_out;
-  e.work = c10::weak_intrusive_ptr<Work>(work);
+  e.state = state;
   if (ticket != 0) {
     e.progress = progress;
   } else {
@@ -158,11 +158,11 @@ bool FlightRecorder::done(const Entry& e) const {
   if (e.ticket != 0 && e.progress) {
     return e.progress->done() >= e.ticket;
   }
-  auto work = e.work.lock();
-  if (!work) {
-    return true;  // retired by the watchdog, which drops only finished works
+  if (!e.state) {
+    return true;
   }
-  return work->isCompleted();
+  // A captured op runs at each replay, not now: not pending.
+  return e.state->captured || e.state->completed();
 }
 
 std::vector<OpSummary> FlightRecorder::snapshot() const {

@@ -5,12 +5,12 @@
 // record() runs on the caller's thread for every operation (a short critical
 // section, no allocation once the ring is full of entries); the watchdog
 // reads.  An entry's state is found when read: an op tracked by its kernel's
-// ticket is done once that ticket is reported; otherwise its Work answers,
-// and a Work nobody holds any more was retired by the watchdog (done).
+// ticket is done once that ticket is reported; otherwise its OpState answers
+// (op_state.h).  An entry holds that state, never the Work: what the program
+// dropped is not kept alive by the ring.
 #pragma once
 
 #include <c10/core/ScalarType.h>
-#include <c10/util/intrusive_ptr.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
 #include <chrono>
@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/work.h"
+#include "backend/op_state.h"
 
 namespace nccl_core {
 
@@ -65,9 +65,9 @@ class FlightRecorder {
   // `capacity` 0 records nothing.
   explicit FlightRecorder(size_t capacity);
 
-  // One op as launch() enqueued it: its Work (shared by a coalescing block's
-  // ops), and the ticket its fast-path kernel reports (0: none).
-  void record(const c10::intrusive_ptr<Work>& work, uint64_t seq, c10d::OpType op,
+  // One op as launch() enqueued it: its state (shared by a coalescing
+  // block's ops), and the ticket its fast-path kernel reports (0: none).
+  void record(const std::shared_ptr<OpState>& state, uint64_t seq, c10d::OpType op,
               c10::ScalarType dtype, int64_t numel_in, int64_t numel_out,
               const std::shared_ptr<fast::Progress>& progress, uint64_t ticket);
   // The recorded ops, oldest first, with their state now.
@@ -87,7 +87,7 @@ class FlightRecorder {
     c10::ScalarType dtype = c10::ScalarType::Undefined;
     int64_t numel_in = 0;
     int64_t numel_out = 0;
-    c10::weak_intrusive_ptr<Work> work{c10::intrusive_ptr<Work>()};
+    std::shared_ptr<OpState> state;
     std::shared_ptr<fast::Progress> progress;
     uint64_t ticket = 0;
   };

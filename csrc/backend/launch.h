@@ -7,8 +7,12 @@
 // 1. Our stream waits on the caller's current stream (one reused event).
 // 2. `fn` enqueues NCCL calls on our stream; temporaries it allocates belong
 //    to our stream's pool.
-// 3. The Work records its end event on our stream and keeps inputs and
-//    outputs alive until the watchdog sees that event complete.
+// 3. The Work records its end event on our stream; its TensorHold keeps the
+//    inputs and outputs alive until wait() or until the watchdog sees that
+//    event complete.
+// Either way the watchdog and the flight recorder get the op's state, never
+// the Work or a tensor (op_state.h), and temporaries are dropped once the
+// op is enqueued: their frees are ordered on the op's stream.
 // Inside a coalescing block the ops share one Work whose end event is
 // recorded by endCoalescing, and always run on our stream.  Under CUDA graph
 // capture nothing is queried or watched: the graph owns the memory and
@@ -83,19 +87,21 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       work = c10::make_intrusive<Work>(rank_, type, seq, device, comm,
                                        timeout_of(call.timeout), options_->blocking_wait,
                                        profiling ? profiling::title(type) : nullptr, &inputs);
-      work->abort_on_timeout = options_->error_handling != ErrorPolicy::kNone;
-      work->group = info_;
-      work->numel_in = numel_in;
-      work->numel_out = numel_out;
-      work->dtype = dtype;
+      OpState& op = work->op();
+      op.abort_on_timeout = options_->error_handling != ErrorPolicy::kNone;
+      op.group = info_;
+      op.numel_in = numel_in;
+      op.numel_out = numel_out;
+      op.dtype = dtype;
       if (ephemeral_.any()) {
-        work->extend_timeout(ephemeral_.extension_for(work));
+        op.extend_timeout(ephemeral_.extension_for(work->op_state()));
       }
       if (estimating_) {
-        work->mark_simulated();  // NCCL simulates it; nothing will run
+        op.mark_simulated();  // NCCL simulates it; nothing will run
       }
     }
-    work->captured = work->captured || capturing;
+    OpState& op = work->op();
+    op.captured = op.captured || capturing;
     if (!on_current) {
       ready_event_->record(current);
       ready_event_->block(stream);
@@ -111,16 +117,18 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
         check_for_nan(sent, what, seq, capturing);
       }
     }
-    if (timing && !work->timer) {
-      work->timer = std::make_unique<OpTimer>();  // its events are pooled
-      work->timer->start(stream);
+    if (timing && !op.timer) {
+      op.timer = std::make_unique<OpTimer>();  // its events are pooled
+      op.timer->start(stream);
     }
     if (!on_current) {
+      // Used on our stream after the caller's: held until wait() or the end.
+      const auto& hold = work->hold();
       for (auto& t : inputs) {
-        work->stash.push_back(std::move(t));
+        hold->add(std::move(t));
       }
       for (auto& t : outputs) {
-        work->stash.push_back(t);
+        hold->add(t);
       }
     }
     for (auto& t : outputs) {
@@ -164,13 +172,14 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       // A time estimate runs nothing (and may run on some ranks only): it is
       // not a call the others must match (call_check.h).
       if (!estimating_) {
-        recorder_->record(work, seq, type, dtype, numel_in, numel_out,
+        recorder_->record(work->op_state(), seq, type, dtype, numel_in, numel_out,
                           reporter != nullptr ? reporter->progress() : kNoProgress, ticket);
       }
       prof.mark(hp::kEnqueue);
       guard.rethrow_if_expired();
       if (!coalescing_) {
         work->run_epilogue();
+        work->drop_temporaries();
       }
     }
     prof.mark(hp::kEpilogue);
@@ -180,15 +189,15 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
     }
     destroy_redops();
     if (ticket != 0) {
-      work->track_on_device(reporter->progress(), ticket, stream);
+      op.track_on_device(reporter->progress(), ticket, stream);
       prof.mark(hp::kRecord);
       return work;
     }
-    work->record_end(stream);
-    work->close_record();
+    op.record_end(stream);
+    op.close_record();
     prof.mark(hp::kRecord);
-    if (!work->captured) {
-      watchdog_->watch(work, comm);
+    if (!op.captured) {
+      watchdog_->watch(work->op_state(), comm, on_current ? nullptr : work->hold());
     }
     prof.mark(hp::kWatch);
     return work;

@@ -232,7 +232,7 @@ WorkPtr Backend::endCoalescing() {
       auto empty = c10::make_intrusive<Work>(rank_, OpType::COALESCED, seq_.load(),
                                              dev, comm, options_->timeout,
                                              options_->blocking_wait);
-      empty->record_end(*stream_);
+      empty->op().record_end(*stream_);
       return empty;
     }
     comm_->run("ncclGroupEnd (endCoalescing)", [] { return ncclGroupEnd(); });
@@ -241,10 +241,12 @@ WorkPtr Backend::endCoalescing() {
       c10::cuda::CUDAStreamGuard on_stream(*stream_);
       work->run_epilogue();
     }
-    work->record_end(*stream_);
-    work->close_record();
-    if (!work->captured) {
-      watchdog_->watch(work, comm_);
+    work->drop_temporaries();  // the group has launched its kernels
+    work->op().record_end(*stream_);
+    work->op().close_record();
+    if (!work->op().captured) {
+      // A block runs on our stream: its tensors are held like an async call's.
+      watchdog_->watch(work->op_state(), comm_, work->hold());
     }
     return work;
   } catch (const c10::Error&) {

@@ -8,7 +8,8 @@
 
 #include "backend/errors.h"
 #include "backend/heartbeat.h"
-#include "backend/work.h"
+#include "backend/op_state.h"
+#include "backend/tensor_hold.h"
 #include "comm/communicator.h"
 #include "fast/kernels.h"
 #include "fast/progress.h"
@@ -45,18 +46,18 @@ void Watchdog::stop() {
   // Ops that finished since the last sweep still report their completion.
   if (hooks_.on_done) {
     for (auto& e : entries_) {
-      if (e.work->exception() == nullptr && e.work->gpu_done()) {
-        hooks_.on_done(*e.work);
+      if (e.op->exception() == nullptr && e.op->gpu_done()) {
+        hooks_.on_done(*e.op);
       }
     }
   }
   entries_.clear();
 }
 
-void Watchdog::watch(c10::intrusive_ptr<Work> work,
-                     std::shared_ptr<Communicator> comm) {
+void Watchdog::watch(std::shared_ptr<OpState> op, std::shared_ptr<Communicator> comm,
+                     std::shared_ptr<TensorHold> hold) {
   std::lock_guard<std::mutex> lock(mutex_);
-  entries_.push_back(Entry{std::move(work), std::move(comm)});
+  entries_.push_back(Entry{std::move(op), std::move(comm), std::move(hold)});
 }
 
 void Watchdog::follow(std::shared_ptr<fast::Progress> progress,
@@ -126,7 +127,7 @@ bool Watchdog::drained() const {
     return false;
   }
   for (const auto& e : entries_) {
-    if (e.work->exception() == nullptr && !e.work->gpu_done()) {
+    if (e.op->exception() == nullptr && !e.op->gpu_done()) {
       return false;
     }
   }
@@ -204,14 +205,14 @@ void Watchdog::sweep() {
   auto now = std::chrono::steady_clock::now();
   // A set, not a list: an eager loop queues thousands of works per interval,
   // and the removal below runs under the lock that every call's watch() takes.
-  std::unordered_set<const Work*> done;
+  std::unordered_set<const OpState*> done;
   for (auto& e : snapshot) {
-    if (e.work->exception() != nullptr || e.work->gpu_done()) {
-      done.insert(e.work.get());
+    if (e.op->exception() != nullptr || e.op->gpu_done()) {
+      done.insert(e.op.get());
       continue;
     }
-    if (e.work->expired(now)) {
-      handle(e.work->timeout_message(e.work->getTimeout(), ""), true, 0, e.comm);
+    if (e.op->expired(now)) {
+      handle(e.op->timeout_message(e.op->timeout(), ""), true, 0, e.comm);
       return;
     }
     if (e.comm && e.comm->is_live()) {
@@ -229,16 +230,18 @@ void Watchdog::sweep() {
     return;
   }
   for (auto& e : snapshot) {
-    if (done.count(e.work.get()) != 0) {
-      e.work->release_tensors();
-      if (hooks_.on_done && e.work->exception() == nullptr) {
-        hooks_.on_done(*e.work);
+    if (done.count(e.op.get()) != 0) {
+      if (e.hold) {
+        e.hold->release();
+      }
+      if (hooks_.on_done && e.op->exception() == nullptr) {
+        hooks_.on_done(*e.op);
       }
     }
   }
   std::lock_guard<std::mutex> lock(mutex_);
   entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
-                                [&](const Entry& e) { return done.count(e.work.get()) != 0; }),
+                                [&](const Entry& e) { return done.count(e.op.get()) != 0; }),
                  entries_.end());
 }
 
@@ -304,7 +307,7 @@ void Watchdog::fail_all(const std::string& msg, Release release) {
   }
   auto err = dist_backend_error(msg);
   for (auto& e : failed) {
-    e.work->set_error(err);
+    e.op->set_error(err);
   }
   for (auto& e : failed) {
     if (!e.comm) {

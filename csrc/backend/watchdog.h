@@ -1,5 +1,5 @@
-// Watchdog: one thread per backend that retires finished work (releasing the
-// tensors it kept alive), and turns timeouts and NCCL async errors into a
+// Watchdog: one thread per backend that retires finished ops (releasing an
+// async call's tensors if its wait() has not), and turns timeouts and NCCL async errors into a
 // DistBackendError on every pending work, then applies the group's error
 // policy (error_policy.h: abort the communicator, end the process).
 #pragma once
@@ -21,7 +21,8 @@
 
 namespace nccl_core {
 
-class Work;
+class OpState;
+class TensorHold;
 class Communicator;
 namespace fast {
 class Progress;
@@ -41,7 +42,7 @@ class Watchdog {
     std::function<std::string()> tick;
     // An op finished without error (completion_hooks.h); also for those
     // found finished when the watchdog stops.
-    std::function<void(Work&)> on_done;
+    std::function<void(OpState&)> on_done;
   };
   // `heartbeat`: how long the thread may go without a sweep before the
   // heartbeat monitor ends the process (0: not watched); `group` names the
@@ -52,7 +53,11 @@ class Watchdog {
            std::chrono::milliseconds unraised_grace);
   ~Watchdog();
 
-  void watch(c10::intrusive_ptr<Work> work, std::shared_ptr<Communicator> comm);
+  // Watches `op` until it ends or fails; `hold` (async calls; null for
+  // plain ones) is released when it ends.  Neither is a Work: what the
+  // program dropped is not kept alive here.
+  void watch(std::shared_ptr<OpState> op, std::shared_ptr<Communicator> comm,
+             std::shared_ptr<TensorHold> hold);
   // Also watches the calls that report their own completion (fast/progress.h,
   // no Work here): no ticket finishing for `timeout()` while one is pending
   // is a timeout of `comm`.
@@ -99,8 +104,9 @@ class Watchdog {
   void check_unraised(std::chrono::steady_clock::time_point now);
 
   struct Entry {
-    c10::intrusive_ptr<Work> work;
+    std::shared_ptr<OpState> op;
     std::shared_ptr<Communicator> comm;
+    std::shared_ptr<TensorHold> hold;
   };
 
   const std::chrono::milliseconds interval_;

@@ -339,7 +339,7 @@ void bind_backend(py::module_& m) {
             if (type == c10d::OpType::UNKNOWN) {
               throw py::value_error("unknown op " + op);
             }
-            recorders[r]->record(c10::intrusive_ptr<Work>(), ++seq, type,
+            recorders[r]->record(nullptr, ++seq, type,
                                  dtype == "-" ? c10::ScalarType::Undefined
                                               : c10::ScalarType::Float,
                                  in, out, nullptr, 0);

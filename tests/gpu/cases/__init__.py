@@ -23,4 +23,5 @@ from tests.gpu.cases import (  # noqa: F401
     native_rma,
     native_queries,
     suspend,
+    lifetimes,
 )
