@@ -19,9 +19,9 @@ void OpState::record_end(const c10::cuda::CUDAStream& stream) {
   if (timer) {
     end_event_.enable_timing();  // the op's end is also its timer's
   }
-  end_event_.record(stream);
   stream_ = stream.stream();
-  recorded_ = true;
+  end_event_.record(stream);
+  recorded_.store(true, std::memory_order_release);
 }
 
 void OpState::track_on_device(std::shared_ptr<fast::Progress> progress, uint64_t ticket,
@@ -35,10 +35,10 @@ void OpState::track_on_device(std::shared_ptr<fast::Progress> progress, uint64_t
 }
 
 void OpState::record_late() {
-  if (progress_ && !recorded_) {
+  if (progress_ && !recorded()) {
     // Everything the op enqueued is before this point of its stream.
     end_event_.record(c10::cuda::getStreamFromExternal(stream_, device.index()));
-    recorded_ = true;
+    recorded_.store(true, std::memory_order_release);
   }
 }
 
@@ -51,7 +51,7 @@ bool OpState::gpu_done() {
     close_record();
     return true;
   }
-  if (!recorded_ || captured) {
+  if (!recorded() || captured) {
     return false;
   }
   if (end_event_.query()) {

@@ -64,7 +64,7 @@ class OpState {
   // op records its end event anyway (its timer's end).
   void track_on_device(std::shared_ptr<fast::Progress> progress, uint64_t ticket,
                        const c10::cuda::CUDAStream& stream);
-  bool recorded() const { return recorded_; }
+  bool recorded() const { return recorded_.load(std::memory_order_acquire); }
   bool tracked_on_device() const { return progress_ != nullptr; }
   cudaStream_t stream() const { return stream_; }
   // A device-tracked op's end event, recorded on its stream on first need
@@ -112,7 +112,9 @@ class OpState {
   std::chrono::milliseconds timeout_;  // extended only before it is watched
   PooledEvent end_event_;
   cudaStream_t stream_ = nullptr;  // where the end event was (or will be) recorded
-  bool recorded_ = false;
+  // Read by the watchdog and the flight recorder's readers while the
+  // caller's thread records: set after the event is.
+  std::atomic<bool> recorded_{false};
   std::atomic<bool> done_{false};
   bool simulated_ = false;
   std::shared_ptr<fast::Progress> progress_;  // set: tracked by its kernel
