@@ -9,10 +9,10 @@
 #include <cstring>
 #include <thread>
 
-#include "backend/comm_listener.h"
-#include "backend/errors.h"
-#include "backend/segment_registry.h"
-#include "backend/watchdog.h"
+#include "tooling/comm_listener.h"
+#include "op/errors.h"
+#include "registration/segment_registry.h"
+#include "failures/watchdog.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
 #include "util/checked.h"

@@ -1,8 +1,10 @@
-// nccl_core's c10d::Backend: turns torch.distributed calls into NCCL calls on
-// one Communicator.  Lifecycle and communicator management live in
-// backend.cpp, collectives in collectives.cpp, point-to-point, all-to-all and
-// coalescing in p2p.cpp; the stream/event discipline shared by every op is
-// `launch` in launch.h.
+// csrc/backend: nccl_core's c10d::Backend, which turns torch.distributed
+// calls into NCCL calls on one Communicator.  Lifecycle in backend.cpp; the
+// operations in collectives.cpp, gathers.cpp and p2p.cpp (point-to-point,
+// all-to-all, coalescing); the stream/event discipline shared by every op is
+// `launch` in launch.h; per-call argument checks in argument_checks.h; the
+// program's handle of an op is Work (work.h).  The systems it owns live in
+// their own folders below it: op/, failures/, tooling/, registration/.
 #pragma once
 
 #include <ATen/cuda/CUDAEvent.h>
@@ -26,16 +28,16 @@
 #define NCCL_CORE_OVERRIDE_215
 #endif
 
-#include "backend/completion_hooks.h"
-#include "backend/call_check.h"
-#include "backend/desync.h"
-#include "backend/ephemeral_timeout.h"
-#include "backend/flight_recorder.h"
-#include "backend/nan_watch.h"
-#include "backend/symmetric.h"
+#include "tooling/completion_hooks.h"
+#include "failures/call_check.h"
+#include "failures/desync.h"
+#include "failures/ephemeral_timeout.h"
+#include "failures/flight_recorder.h"
+#include "failures/nan_watch.h"
+#include "registration/symmetric.h"
 #include "fast/engine.h"
 #include "backend/options.h"
-#include "backend/profiling.h"
+#include "tooling/profiling.h"
 #include "backend/work.h"
 #include "comm/communicator.h"
 

@@ -3,7 +3,7 @@
 #include <ATen/ATen.h>
 
 #include "backend/backend.h"
-#include "backend/call_checks.h"
+#include "backend/argument_checks.h"
 #include "backend/launch.h"
 #include "nccl/api.h"
 #include "nccl/types.h"

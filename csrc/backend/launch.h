@@ -24,10 +24,10 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include "backend/backend.h"
-#include "backend/errors.h"
-#include "backend/nan_check.h"
-#include "backend/profiling.h"
-#include "backend/watchdog.h"
+#include "op/errors.h"
+#include "failures/nan_check.h"
+#include "tooling/profiling.h"
+#include "failures/watchdog.h"
 #include "util/host_profile.h"
 
 namespace nccl_core {

@@ -4,8 +4,8 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include "backend/backend.h"
-#include "backend/errors.h"
-#include "backend/segment_registry.h"
+#include "op/errors.h"
+#include "registration/segment_registry.h"
 
 namespace nccl_core {
 

@@ -4,7 +4,7 @@
 #include <c10/cuda/CUDAGuard.h>
 
 #include "backend/backend.h"
-#include "backend/errors.h"
+#include "op/errors.h"
 #include "memory/allocator.h"
 
 namespace nccl_core {

@@ -3,7 +3,7 @@
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
-#include "backend/error_policy.h"
+#include "failures/error_policy.h"
 #include "comm/communicator.h"
 
 namespace nccl_core {

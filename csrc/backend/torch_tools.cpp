@@ -5,8 +5,8 @@
 #include <thread>
 
 #include "backend/backend.h"
-#include "backend/errors.h"
-#include "backend/watchdog.h"
+#include "op/errors.h"
+#include "failures/watchdog.h"
 #include "nccl/api.h"
 
 namespace nccl_core {

@@ -6,9 +6,9 @@
 
 #include <thread>
 
-#include "backend/error_policy.h"
-#include "backend/errors.h"
-#include "backend/nan_watch.h"
+#include "failures/error_policy.h"
+#include "op/errors.h"
+#include "failures/nan_watch.h"
 #include "comm/communicator.h"
 #include "fast/progress.h"
 #include "util/host_profile.h"

@@ -11,8 +11,8 @@
 // (barrier); then an async call's tensors are released.
 #pragma once
 
-#include "backend/op_state.h"
-#include "backend/tensor_hold.h"
+#include "op/op_state.h"
+#include "op/tensor_hold.h"
 
 #include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAStream.h>

@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "backend/backend.h"
-#include "backend/comm_listener.h"
+#include "tooling/comm_listener.h"
 #include "comm/communicator.h"
 #include "python/bind.h"
 

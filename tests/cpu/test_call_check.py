@@ -1,4 +1,4 @@
-"""The call check's comparison (csrc/backend/call_check.cpp): which
+"""The call check's comparison (csrc/failures/call_check.cpp): which
 differences between two ranks' collectives it reports, and which it must
 not (sizes that legitimately differ between ranks)."""
 

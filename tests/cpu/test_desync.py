@@ -1,4 +1,4 @@
-"""The desync report's analysis (csrc/backend/desync.cpp) on recorded ops:
+"""The desync report's analysis (csrc/failures/desync.cpp) on recorded ops:
 what one rank's message says about the others, for each kind of desync."""
 
 from __future__ import annotations

@@ -20,8 +20,12 @@ FLOORS = {
     "device": 4,    # device communicators and device collectives
     "fast": 4,      # nccl_core's own NVLink kernels (fast path, push)
     "rma": 5,       # one-sided communication
-    "backend": 6,   # the c10d::Backend and its systems
-    "python": 7,    # the pybind11 module
+    "op": 6,        # one operation's state: end event, timing, error, held tensors
+    "failures": 7,  # watchdog, error policy, flight recorder, reports, NaN watch
+    "tooling": 7,   # torch's tooling: profiler, completion hooks, comm listener
+    "registration": 7,  # memory registration: segments, automatic windows
+    "backend": 8,   # the c10d::Backend: lifecycle, dispatch, its operations
+    "python": 9,    # the pybind11 module
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"')
 

@@ -1,4 +1,4 @@
-"""Automatic symmetric windows over NCCL memory (issue 6, backend/symmetric.h).
+"""Automatic symmetric windows over NCCL memory (issue 6, registration/symmetric.h).
 
 all_reduce calls on NCCL's path (above the fast path) whose tensor lies in NCCL
 memory of at most `symmetric_max_bytes` register the allocation once as a

@@ -1,0 +1,324 @@
+#include "failures/watchdog.h"
+
+#include <c10/cuda/CUDAGraphsC10Utils.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <unordered_set>
+
+#include "op/errors.h"
+#include "failures/heartbeat.h"
+#include "op/op_state.h"
+#include "op/tensor_hold.h"
+#include "comm/communicator.h"
+#include "fast/kernels.h"
+#include "fast/progress.h"
+#include "nccl/api.h"
+
+namespace nccl_core {
+
+Watchdog::Watchdog(std::chrono::milliseconds interval, ErrorPolicy policy, Hooks hooks,
+                   std::chrono::milliseconds heartbeat, std::shared_ptr<GroupInfo> group,
+                   std::chrono::milliseconds unraised_grace)
+    : interval_(interval),
+      policy_(policy),
+      hooks_(std::move(hooks)),
+      group_(std::move(group)),
+      unraised_grace_(unraised_grace) {
+  thread_ = std::thread([this] { run(); });
+  heartbeat::watch(&beat_, heartbeat, group_ ? group_->label : std::string("?"));
+}
+
+Watchdog::~Watchdog() {
+  stop();
+}
+
+void Watchdog::stop() {
+  if (stop_.exchange(true)) {
+    return;
+  }
+  heartbeat::unwatch(&beat_);
+  cv_.notify_all();
+  if (thread_.joinable()) {
+    thread_.join();
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  // Ops that finished since the last sweep still report their completion.
+  if (hooks_.on_done) {
+    for (auto& e : entries_) {
+      if (e.op->exception() == nullptr && e.op->gpu_done()) {
+        hooks_.on_done(*e.op);
+      }
+    }
+  }
+  entries_.clear();
+}
+
+void Watchdog::watch(std::shared_ptr<OpState> op, std::shared_ptr<Communicator> comm,
+                     std::shared_ptr<TensorHold> hold) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  entries_.push_back(Entry{std::move(op), std::move(comm), std::move(hold)});
+}
+
+void Watchdog::follow(std::shared_ptr<fast::Progress> progress,
+                      std::function<std::chrono::milliseconds()> timeout) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  progress_ = std::move(progress);
+  progress_timeout_ = std::move(timeout);
+  since_ = std::chrono::steady_clock::now();
+}
+
+bool Watchdog::check_progress(std::chrono::steady_clock::time_point now) {
+  std::shared_ptr<fast::Progress> progress;
+  std::shared_ptr<Communicator> comm;
+  std::function<std::chrono::milliseconds()> timeout_of;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    progress = progress_;
+    comm = comm_;
+    timeout_of = progress_timeout_;
+  }
+  if (!progress) {
+    return true;
+  }
+  if (unsigned long long f = progress->fault(); f != 0 && !fault_handled_) {
+    fault_handled_ = true;
+    uint64_t seq = progress->fault_seq();
+    char sigs[64];
+    std::snprintf(sigs, sizeof(sigs), "0x%04llx where this rank's is 0x%04llx",
+                  fast::fault_peer_sig(f), fast::fault_my_sig(f));
+    handle("nccl_core: desync found by the fast path: at seq " + std::to_string(seq) + " rank " +
+               std::to_string(fast::fault_peer(f)) + " made another call (signature " + sigs +
+               "); the call moved no data",
+           true, seq, comm);
+    return false;
+  }
+  uint64_t done = progress->done();
+  if (done != last_done_ || !progress->tracked_pending()) {
+    last_done_ = done;
+    since_ = now;  // progress, or nothing pending: the clock starts again
+    return true;
+  }
+  auto timeout = timeout_of();
+  if (timeout.count() <= 0 || now - since_ <= timeout) {
+    return true;
+  }
+  handle("nccl_core: caught collective operation timeout: a collective on the fast path "
+         "(call " + std::to_string(done + 1) + " of the group's plain calls) timed out: no progress for " +
+             std::to_string(timeout.count()) + " ms",
+         true, 0, comm);  // aborting `comm` ends the kernel waiting in its barrier
+  since_ = now;
+  return false;
+}
+
+void Watchdog::set_comm(std::shared_ptr<Communicator> comm) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  comm_ = std::move(comm);
+}
+
+size_t Watchdog::pending() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return entries_.size();
+}
+
+bool Watchdog::drained() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (progress_ && !progress_->idle()) {
+    return false;
+  }
+  for (const auto& e : entries_) {
+    if (e.op->exception() == nullptr && !e.op->gpu_done()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void Watchdog::run() {
+  // Event queries from this thread must not invalidate a CUDA graph that
+  // another thread captures in the (default) global mode.
+  c10::cuda::CUDAStreamCaptureModeGuard capture_mode(cudaStreamCaptureModeThreadLocal);
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stop_.load()) {
+    cv_.wait_for(lock, interval_, [this] { return stop_.load(); });
+    if (stop_.load()) {
+      break;
+    }
+    lock.unlock();
+    beat_.fetch_add(1, std::memory_order_relaxed);
+    if (int64_t pause = stall_ms_.exchange(0)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(pause));
+    }
+    try {
+      sweep();
+    } catch (const std::exception& e) {
+      handle(std::string("nccl_core watchdog: ") + e.what(), false, 0, nullptr);
+    }
+    lock.lock();
+  }
+}
+
+void Watchdog::check_unraised(std::chrono::steady_clock::time_point now) {
+  std::lock_guard<std::mutex> handling(handle_mutex_);
+  if (!unraised_) {
+    return;
+  }
+  if (group_ && group_->raised()) {
+    unraised_ = false;
+    return;
+  }
+  if (unraised_grace_.count() <= 0 || now - unraised_since_ < unraised_grace_) {
+    return;
+  }
+  tear_down(unraised_report_ + "\nnccl_core: the error above reached no program thread within " +
+            std::to_string(unraised_grace_.count()) +
+            " ms (no call on the group, Work.wait() or destroy_process_group() raised it): a "
+            "thread waiting on the GPU behind the failed collective cannot be reached by an "
+            "exception and must not go on with its output; ending the process");
+}
+
+void Watchdog::sweep() {
+  if (hooks_.tick) {
+    std::string desync = hooks_.tick();
+    if (!desync.empty()) {
+      std::shared_ptr<Communicator> comm;
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        comm = comm_;
+      }
+      handle(desync, false, 0, comm);
+      return;
+    }
+  }
+  check_unraised(std::chrono::steady_clock::now());
+  if (!check_progress(std::chrono::steady_clock::now())) {
+    return;
+  }
+  std::vector<Entry> snapshot;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    snapshot = entries_;
+  }
+  if (snapshot.empty()) {
+    return;
+  }
+  auto now = std::chrono::steady_clock::now();
+  // A set, not a list: an eager loop queues thousands of works per interval,
+  // and the removal below runs under the lock that every call's watch() takes.
+  std::unordered_set<const OpState*> done;
+  for (auto& e : snapshot) {
+    if (e.op->exception() != nullptr || e.op->gpu_done()) {
+      done.insert(e.op.get());
+      continue;
+    }
+    if (e.op->expired(now)) {
+      handle(e.op->timeout_message(e.op->timeout(), ""), true, 0, e.comm);
+      return;
+    }
+    if (e.comm && e.comm->is_live()) {
+      ncclResult_t err = e.comm->async_error();
+      if (err != ncclSuccess && err != ncclInProgress) {
+        // Explained too: a peer that left or fell behind is named.
+        handle("nccl_core: NCCL async error: " + std::string(ncclGetErrorString(err)) + " (" +
+                   e.comm->last_error() + ")",
+               true, 0, e.comm);
+        return;
+      }
+    }
+  }
+  if (done.empty()) {
+    return;
+  }
+  for (auto& e : snapshot) {
+    if (done.count(e.op.get()) != 0) {
+      if (e.hold) {
+        e.hold->release();
+      }
+      if (hooks_.on_done && e.op->exception() == nullptr) {
+        hooks_.on_done(*e.op);
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  entries_.erase(std::remove_if(entries_.begin(), entries_.end(),
+                                [&](const Entry& e) { return done.count(e.op.get()) != 0; }),
+                 entries_.end());
+}
+
+void Watchdog::handle(const std::string& msg, bool explain, uint64_t at,
+                      const std::shared_ptr<Communicator>& comm, bool release) {
+  std::lock_guard<std::mutex> handling(handle_mutex_);
+  const bool aborts = release && policy_.aborts();
+  std::string report =
+      msg + (release || policy_.tears_down()
+                 ? policy_.outcome()
+                 : "; the communicator is kept (it did not fail): the group's later calls "
+                   "raise this error");
+  if (explain && hooks_.explain) {
+    try {
+      std::string why = hooks_.explain(at);
+      if (!why.empty()) {
+        report += "\n" + why;
+      }
+    } catch (const std::exception& e) {
+      report += std::string("\n(desync report failed: ") + e.what() + ")";
+    }
+  }
+  if (policy_.tears_down()) {
+    // Policies 1 and 3: nothing is aborted first, so no stuck kernel leaves
+    // before the process ends (error_policy.h).
+    tear_down(report);
+  }
+  // Policies 0 and 2: the program sees the error; the report is logged now,
+  // and the process ends if no program thread raises it in time.
+  log_report(report);
+  fail_all(report, aborts ? Release::kAbortWhenRaised : Release::kKeep);
+  if (aborts && comm && group_) {
+    group_->abort_when_raised(comm);
+  }
+  if (!unraised_ && !(group_ && group_->raised())) {
+    unraised_ = true;
+    unraised_since_ = std::chrono::steady_clock::now();
+    unraised_report_ = report;
+  }
+}
+
+void Watchdog::report(const std::string& msg) {
+  std::shared_ptr<Communicator> comm;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    comm = comm_;
+  }
+  handle(msg, false, 0, comm, false);
+}
+
+void Watchdog::fail_all(const std::string& msg, Release release) {
+  std::vector<Entry> failed;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    failed.swap(entries_);
+  }
+  // The backend's error, then the works', then any abort: a caller woken by
+  // any of these must already see the group as failed, and aborting lets the
+  // kernels exit, which a waiter polling the end event must not take for
+  // success.
+  if (hooks_.on_error) {
+    hooks_.on_error(msg);
+  }
+  auto err = dist_backend_error(msg);
+  for (auto& e : failed) {
+    e.op->set_error(err);
+  }
+  for (auto& e : failed) {
+    if (!e.comm) {
+      continue;
+    }
+    if (release == Release::kAbortNow) {
+      e.comm->abort();
+    } else if (release == Release::kAbortWhenRaised && group_) {
+      group_->abort_when_raised(e.comm);
+    }
+  }
+}
+
+} // namespace nccl_core
