@@ -1,5 +1,6 @@
 // csrc/backend: nccl_core's c10d::Backend, which turns torch.distributed
-// calls into NCCL calls on one Communicator.  Lifecycle in backend.cpp; the
+// calls into NCCL calls on one Communicator.  Lifecycle in backend.cpp, new
+// groups from this one (split, shrink) in splits.cpp; the
 // operations in collectives.cpp, gathers.cpp and p2p.cpp (point-to-point,
 // all-to-all, coalescing); the stream/event discipline shared by every op is
 // `launch` in launch.h; per-call argument checks in argument_checks.h; the
