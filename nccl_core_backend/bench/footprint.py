@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import gc
 import math
+import time
 
 import torch
 import torch.distributed as dist
@@ -47,6 +48,22 @@ def measure(device, program) -> tuple[dict, object]:
     held = torch.cuda.memory_allocated(device) - start
     peak = torch.cuda.max_memory_allocated(device) - start
     return {"peak_mib": round(peak / MiB, 1), "held_mib": round(held / MiB, 1)}, value
+
+
+def settle(device, limit_s: float = 3.0) -> None:
+    """Unmeasured, between programs: waits (at most `limit_s`) until the
+    allocated bytes stop falling, so that what a backend frees late (after
+    its `held` was read) is not freed inside the next program's window."""
+    last = None
+    end = time.monotonic() + limit_s
+    while time.monotonic() < end:
+        torch.cuda.synchronize(device)
+        gc.collect()
+        now = torch.cuda.memory_allocated(device)
+        if now == last:
+            return
+        last = now
+        time.sleep(0.2)
 
 
 def drop_loop(group, device, world: int, rank: int, mib: int, rounds: int) -> bool:
@@ -113,6 +130,7 @@ def run_footprint(job, mib: int, rounds: int, model: dict, steps: int, progress)
         job.sync()
         loop[name] = measure(job.device, lambda g=job.groups[name]: drop_loop(
             g, job.device, job.world, job.rank, mib, rounds))
+        settle(job.device)
     rows.append(_row("drop loop", f"{rounds} x {mib} MiB", loop, {n: loop[n][1] for n in order}))
     progress.step("drop loop")
     fsdp = {}
@@ -120,6 +138,7 @@ def run_footprint(job, mib: int, rounds: int, model: dict, steps: int, progress)
         job.sync()
         fsdp[name] = measure(job.device, lambda g=job.groups[name]: fsdp2_step(
             g, job.device, steps=steps, seed=seed, **model))
+        settle(job.device)
     losses = {n: fsdp[n][1] for n in order}
     finite = all(math.isfinite(v) for v in losses.values())
     same = abs(losses[CORE] - losses[NCCL]) <= 1e-3 * max(abs(losses[NCCL]), 1e-6)
