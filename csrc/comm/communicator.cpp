@@ -101,7 +101,7 @@ void Communicator::warm_up_for_windows() {
   ncclComm_t c = get();
   run("ncclAllReduce (window warm-up)",
       [&] { return ncclAllReduce(s.value, s.value, 1, ncclFloat32, ncclSum, c, s.stream); });
-  NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  wait_stream(s.stream, "ncclAllReduce (window warm-up)");
 }
 
 std::vector<size_t> Communicator::all_gather_sizes(size_t value, const char* what) {
@@ -117,7 +117,7 @@ std::vector<size_t> Communicator::all_gather_sizes(size_t value, const char* wha
   std::vector<uint64_t> host(static_cast<size_t>(nranks_));
   NCCL_CORE_CUDA_CHECK(cudaMemcpyAsync(host.data(), all, host.size() * sizeof(uint64_t),
                                        cudaMemcpyDeviceToHost, s.stream));
-  NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(s.stream));
+  wait_stream(s.stream, what);
   return std::vector<size_t>(host.begin(), host.end());
 }
 
@@ -164,6 +164,41 @@ void Communicator::wait_ready(const char* what) {
     if (std::chrono::steady_clock::now() < spin_until) {
       std::this_thread::yield();
       continue;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(1000));
+  }
+}
+
+void Communicator::wait_stream(cudaStream_t stream, const char* what) {
+  DeviceScope scope(device_);
+  cudaEvent_t done = nullptr;
+  NCCL_CORE_CUDA_CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  struct Destroy {
+    cudaEvent_t e;
+    ~Destroy() { (void)cudaEventDestroy(e); }
+  } destroy{done};
+  NCCL_CORE_CUDA_CHECK(cudaEventRecord(done, stream));
+  auto deadline = std::chrono::steady_clock::now() + timeout_.load();
+  auto pause = std::chrono::microseconds(20);
+  while (true) {
+    cudaError_t state = cudaEventQuery(done);
+    if (state == cudaSuccess) {
+      return;
+    }
+    if (state != cudaErrorNotReady) {
+      NCCL_CORE_CUDA_CHECK(state);
+    }
+    ncclResult_t err = async_error();
+    if (err != ncclSuccess && err != ncclInProgress) {
+      api::check(err, what, comm_);
+    }
+    if (std::chrono::steady_clock::now() > deadline) {
+      abort();
+      throw NcclError(ncclInProgress,
+                      std::string(what) + " did not complete within " +
+                          std::to_string(timeout_.load().count()) +
+                          " ms (a rank did not join it); communicator aborted");
     }
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(1000));

@@ -133,6 +133,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   bool lsa_spans_all();
   // Polls ncclCommGetAsyncError until the comm is no longer in progress.
   void wait_ready(const char* what);
+  // The host waits for everything queued on `stream` so far, where that
+  // includes a collective of this communicator (a peer may never join): up
+  // to the timeout, watching NCCL's asynchronous error meanwhile.  At the
+  // timeout the communicator is aborted (which ends the stuck kernel) and
+  // NcclError names `what`, as wait_ready does.
+  void wait_stream(cudaStream_t stream, const char* what);
 
   ncclResult_t async_error() const;
   std::string last_error() const;

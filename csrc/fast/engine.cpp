@@ -136,9 +136,10 @@ bool Engine::push_ready(Communicator& comm, size_t bytes, cudaStream_t stream) {
                                        comm.nranks());
   capacity = capacity < want ? want : capacity;
   if (push_window_ && push_window_->is_valid()) {
-    // Earlier pushes on this group may still use it: they run in call order.
+    // Earlier pushes on this group may still use it: they run in call order
+    // (and wait on peers: bounded).
     follow(stream);
-    NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    comm.wait_stream(stream, "the push all-reduce's earlier calls (staging regrowth)");
     push_window_->close();
   }
   push_window_.reset();

@@ -113,7 +113,7 @@ void SymmetricCache::sweep(Communicator& comm, cudaStream_t stream) {
   NCCL_CORE_CUDA_CHECK(cudaMemcpyAsync(dead.data(), flags.data_ptr(),
                                        dead.size() * sizeof(int32_t), cudaMemcpyDeviceToHost,
                                        stream));
-  NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  comm.wait_stream(stream, "ncclAllReduce (symmetric window sweep)");
   std::vector<Entry> kept;
   for (size_t i = 0; i < entries_.size(); ++i) {
     if (dead[i] == 0) {
