@@ -1,5 +1,6 @@
 #include "comm/communicator.h"
 
+#include <functional>
 #include <thread>
 
 #include "comm/device_scope.h"
@@ -137,29 +138,24 @@ void Communicator::call(ncclResult_t result, const char* what) {
   }
 }
 
-void Communicator::wait_ready(const char* what) {
-  ncclComm_t comm = get();
+void Communicator::poll_bounded(const char* what, const char* stuck,
+                                const std::function<bool()>& done) {
   auto start = std::chrono::steady_clock::now();
   auto deadline = start + timeout_.load();
   // Short waits are the common case: yield for 200 µs before sleeping (a
   // sleep lasts ~50 µs at least on Linux, longer than most enqueues).
   auto spin_until = start + std::chrono::microseconds(200);
   auto pause = std::chrono::microseconds(20);
-  while (true) {
-    ncclResult_t state = ncclSuccess;
-    NCCL_CORE_CHECK(comm, ncclCommGetAsyncError(comm, &state));
-    if (state == ncclSuccess) {
-      return;
-    }
-    if (state != ncclInProgress) {
-      api::check(state, what, comm);
+  while (!done()) {
+    ncclResult_t state = async_error();
+    if (state != ncclSuccess && state != ncclInProgress) {
+      api::check(state, what, comm_);
     }
     if (std::chrono::steady_clock::now() > deadline) {
       abort();
-      throw NcclError(ncclInProgress,
-                      std::string(what) + " still in progress after " +
-                          std::to_string(timeout_.load().count()) +
-                          " ms; communicator aborted");
+      throw NcclError(ncclInProgress, std::string(what) + stuck +
+                                          std::to_string(timeout_.load().count()) +
+                                          " ms; communicator aborted");
     }
     if (std::chrono::steady_clock::now() < spin_until) {
       std::this_thread::yield();
@@ -168,6 +164,10 @@ void Communicator::wait_ready(const char* what) {
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(1000));
   }
+}
+
+void Communicator::wait_ready(const char* what) {
+  poll_bounded(what, " still in progress after ", [this] { return async_error() == ncclSuccess; });
 }
 
 void Communicator::wait_stream(cudaStream_t stream, const char* what) {
@@ -179,30 +179,13 @@ void Communicator::wait_stream(cudaStream_t stream, const char* what) {
     ~Destroy() { (void)cudaEventDestroy(e); }
   } destroy{done};
   NCCL_CORE_CUDA_CHECK(cudaEventRecord(done, stream));
-  auto deadline = std::chrono::steady_clock::now() + timeout_.load();
-  auto pause = std::chrono::microseconds(20);
-  while (true) {
+  poll_bounded(what, " did not complete (a rank did not join it) within ", [done] {
     cudaError_t state = cudaEventQuery(done);
-    if (state == cudaSuccess) {
-      return;
-    }
-    if (state != cudaErrorNotReady) {
+    if (state != cudaSuccess && state != cudaErrorNotReady) {
       NCCL_CORE_CUDA_CHECK(state);
     }
-    ncclResult_t err = async_error();
-    if (err != ncclSuccess && err != ncclInProgress) {
-      api::check(err, what, comm_);
-    }
-    if (std::chrono::steady_clock::now() > deadline) {
-      abort();
-      throw NcclError(ncclInProgress,
-                      std::string(what) + " did not complete within " +
-                          std::to_string(timeout_.load().count()) +
-                          " ms (a rank did not join it); communicator aborted");
-    }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(1000));
-  }
+    return state == cudaSuccess;
+  });
 }
 
 ncclResult_t Communicator::async_error() const {
