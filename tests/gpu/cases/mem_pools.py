@@ -357,3 +357,34 @@ def allocator_hook_registers_every_segment(ctx):
     del t
     torch.cuda.empty_cache()
     sanity(ctx)
+
+
+@case()
+def mem_pool_ranks_allocate_in_different_orders(ctx):
+    """Issue 41: the ranks' allocators differ (each rank allocates and frees
+    its own spacers in the pool, in an order of its own) while they run the
+    same collectives on pool memory, on the world group with default options
+    (the fast path, push and automatic windows where the transport allows).
+    No path may depend on the allocators looking alike: no hang (the case's
+    timeout), every output element right."""
+    sanity(ctx)
+    be = dist.group.WORLD._get_backend(torch.device("cuda"))
+    pool = torch.cuda.MemPool(be.mem_allocator)
+    be.register_mem_pool(pool)
+    spacers = []
+    salt = 900
+    for rnd in range(4):
+        # Rank r makes r + rnd + 1 spacers of sizes of its own, then frees
+        # every other one, starting at an offset of its own.
+        with torch.cuda.use_mem_pool(pool):
+            spacers += [torch.empty((ctx.rank + 1) * 4099 * (k + 1), device=ctx.device)
+                        for k in range(ctx.rank + rnd + 1)]
+        del spacers[(ctx.rank + rnd) % 2::2]
+        for n in (1000, 200003, 1500007):
+            salt += 2
+            _collectives(ctx, None, _alloc(ctx, pool, torch.float32, n, salt), torch.float32,
+                         salt, f"different orders, round {rnd}, n={n}")
+    del spacers
+    torch.cuda.synchronize()
+    be.deregister_mem_pool(pool)
+    sanity(ctx)
