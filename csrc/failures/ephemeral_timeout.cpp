@@ -22,7 +22,8 @@ void EphemeralTimeouts::expire() {
                                  return false;
                                }
                                auto op = e.ends_with.lock();
-                               // Gone: retired by the watchdog, so finished.
+                               // Gone: nothing tracks it any more (the watchdog
+                               // retired it, or the program and the ring let go).
                                return !op || op->completed();
                              }),
               live_.end());
