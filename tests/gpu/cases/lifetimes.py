@@ -132,7 +132,7 @@ def _coalesced(ctx, async_op):
     w, r = ctx.world, ctx.rank
     total = w * (w + 1) / 2
     ts = [_full(ctx, r + 1) for _ in range(3)]
-    with dist._coalescing_manager(async_ops=async_op) as cm:
+    with dist._coalescing_manager(device=ctx.device, async_ops=async_op) as cm:
         for t in ts:
             dist.all_reduce(t)
     if async_op:
