@@ -10,7 +10,6 @@
 #include "op/errors.h"
 #include "failures/nan_watch.h"
 #include "comm/communicator.h"
-#include "fast/progress.h"
 #include "util/host_profile.h"
 
 namespace nccl_core {

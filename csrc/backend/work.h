@@ -14,24 +14,19 @@
 #include "op/op_state.h"
 #include "op/tensor_hold.h"
 
-#include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDAStream.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
-#include <string>
+#include <mutex>
 #include <vector>
 
 namespace nccl_core {
 
 class Communicator;
 class NanWatch;
-namespace fast {
-class Progress;
-}
 
 class Work : public c10d::Work {
  public:
