@@ -139,17 +139,20 @@ void Communicator::call(ncclResult_t result, const char* what) {
 }
 
 void Communicator::poll_bounded(const char* what, const char* stuck,
-                                const std::function<bool()>& done) {
+                                const std::function<bool(ncclResult_t)>& done) {
   auto start = std::chrono::steady_clock::now();
   auto deadline = start + timeout_.load();
   // Short waits are the common case: yield for 200 µs before sleeping (a
   // sleep lasts ~50 µs at least on Linux, longer than most enqueues).
   auto spin_until = start + std::chrono::microseconds(200);
   auto pause = std::chrono::microseconds(20);
-  while (!done()) {
+  while (true) {
     ncclResult_t state = async_error();
     if (state != ncclSuccess && state != ncclInProgress) {
       api::check(state, what, comm_);
+    }
+    if (done(state)) {
+      return;
     }
     if (std::chrono::steady_clock::now() > deadline) {
       abort();
@@ -167,7 +170,8 @@ void Communicator::poll_bounded(const char* what, const char* stuck,
 }
 
 void Communicator::wait_ready(const char* what) {
-  poll_bounded(what, " still in progress after ", [this] { return async_error() == ncclSuccess; });
+  poll_bounded(what, " still in progress after ",
+               [](ncclResult_t state) { return state == ncclSuccess; });
 }
 
 void Communicator::wait_stream(cudaStream_t stream, const char* what) {
@@ -179,7 +183,7 @@ void Communicator::wait_stream(cudaStream_t stream, const char* what) {
     ~Destroy() { (void)cudaEventDestroy(e); }
   } destroy{done};
   NCCL_CORE_CUDA_CHECK(cudaEventRecord(done, stream));
-  poll_bounded(what, " did not complete (a rank did not join it) within ", [done] {
+  poll_bounded(what, " did not complete (a rank did not join it) within ", [done](ncclResult_t) {
     cudaError_t state = cudaEventQuery(done);
     if (state != cudaSuccess && state != cudaErrorNotReady) {
       NCCL_CORE_CUDA_CHECK(state);

@@ -199,10 +199,12 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void before_close(std::function<void()> drain);
 
  private:
-  // Polls `done` with backoff until it holds, raising NCCL's asynchronous
-  // error as it appears; past the timeout aborts the communicator and throws
-  // NcclError: `what` + `stuck` + the timeout in ms.
-  void poll_bounded(const char* what, const char* stuck, const std::function<bool()>& done);
+  // Polls with backoff: each round reads NCCL's asynchronous state once,
+  // raises an error it shows, and stops once `done(state)` holds; past the
+  // timeout aborts the communicator and throws NcclError: `what` + `stuck` +
+  // the timeout in ms.
+  void poll_bounded(const char* what, const char* stuck,
+                    const std::function<bool(ncclResult_t)>& done);
   // finalize() (flush: ncclCommFinalize first) and destroy(): the gate,
   // the resources, then ncclCommDestroy.
   void end_life(const char* what, bool flush);
