@@ -1,7 +1,7 @@
 """all_reduce paths of nccl_core against backend nccl, 512 KiB .. 256 MiB (issue 6).
 
     torchrun --nproc-per-node=4 bench/allreduce_paths.py \
-        --group "sym all m32:memory=nccl,symmetric_max_bytes=1073741824,min_ctas=32,max_ctas=32" \
+        --group "plain m32:memory=plain,min_ctas=32,max_ctas=32" \
         [--group ...] [--out results.json]
 
 One job, float32 SUM all_reduce through dist.*, GPU µs per call in a

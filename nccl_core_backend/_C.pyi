@@ -64,7 +64,6 @@ class Options(Backend.Options):
     heartbeat_timeout: timedelta
     blocking: bool
     fast_path_max_bytes: int
-    symmetric_max_bytes: int
     push_min_bytes: int
     push_max_bytes: int
     push_ctas: int

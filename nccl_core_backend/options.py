@@ -131,9 +131,6 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
     fast = _nonnegative_int(env, "NCCL_CORE_FAST_PATH_MAX_BYTES")
     if fast is not None:
         out["fast_path_max_bytes"] = fast
-    symmetric = _nonnegative_int(env, "NCCL_CORE_SYMMETRIC_MAX_BYTES")
-    if symmetric is not None:
-        out["symmetric_max_bytes"] = symmetric
     for key in ("push_min_bytes", "push_max_bytes"):
         value = _nonnegative_int(env, "NCCL_CORE_" + key.upper())
         if value is not None:
@@ -266,13 +263,18 @@ UNHONOURED_TORCH_ENV = {
     "TORCH_NCCL_COORD_CHECK_MILSEC": "no cross-rank dump coordination",
     "TORCH_NCCL_RETHROW_CUDA_ERRORS": "CUDA errors are always raised",
     "TORCH_NCCL_NONBLOCKING_TIMEOUT": "non-blocking communicators use the group's timeout",
+    "NCCL_CORE_SYMMETRIC_MAX_BYTES": "automatic symmetric windows are gone (issue 41: they "
+                                     "relied on the ranks' allocators looking alike); the push "
+                                     "all-reduce covers those sizes for any memory, and "
+                                     "Communicator.register_window(..., WindowFlag.COLL_SYMMETRIC) "
+                                     "gives NCCL's symmetric kernels a window",
 }
 _warned_env: set[str] = set()
 
 
 def warn_unhonoured_env(env: Mapping[str, str] | None = None) -> list[str]:
     """Warns once per variable about set TORCH_NCCL_* variables nccl_core does
-    not read (so a setting never passes in silence); returns their names."""
+    not read, and retired NCCL_CORE_* ones (so a setting never passes in silence); returns their names."""
     env = os.environ if env is None else env
     names = [n for n in UNHONOURED_TORCH_ENV if n in env and n not in _warned_env]
     for n in names:

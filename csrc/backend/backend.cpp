@@ -184,11 +184,6 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   if (options_->fast_path_max_bytes > 0 || push.max_bytes > 0) {
     fast_ = std::make_unique<fast::Engine>(options_->fast_path_max_bytes, push);
   }
-  if (options_->symmetric_max_bytes > 0 || push.max_bytes > 0) {
-    symmetric_ = std::make_unique<SymmetricCache>(
-        options_->symmetric_max_bytes,
-        [push](size_t bytes) { return push.covers(bytes); });
-  }
   device_ = device;
   comm_ = std::move(comm);
   watchdog_->set_comm(comm_);
@@ -350,8 +345,6 @@ void Backend::abort() {
   if (watchdog_) {
     watchdog_->stop();
   }
-  // The symmetric cache is left alone: abort may run on another thread than
-  // the calls; its destructor frees what the aborted windows pinned.
   record_error("process group aborted");
 }
 
@@ -370,8 +363,8 @@ void Backend::shutdown() {
   if (desync_) {
     desync_->publish_final();  // peers that time out later learn we left
   }
-  if ((fast_ || symmetric_) && stream_ && comm_ && comm_->is_live()) {
-    // Fast-path and symmetric kernels read the peers' memory through windows
+  if (fast_ && stream_ && comm_ && comm_->is_live()) {
+    // Fast-path and push kernels reach the peers' memory through windows
     // that finalize deregisters: let them finish first, on our stream and on
     // the callers' streams where plain calls ran.  A kernel still waiting after
     // the timeout waits for a rank that is gone; aborting ends it.
@@ -393,9 +386,6 @@ void Backend::shutdown() {
     } catch (...) {
       comm_->abort();
     }
-  }
-  if (symmetric_) {
-    symmetric_->clear();  // finalize deregistered the windows
   }
   if (nan_watch_) {
     // Every scan ran by now: a NaN found since the last look is the group's

@@ -35,7 +35,6 @@
 #include "failures/ephemeral_timeout.h"
 #include "failures/flight_recorder.h"
 #include "failures/nan_watch.h"
-#include "registration/symmetric.h"
 #include "fast/engine.h"
 #include "backend/options.h"
 #include "tooling/profiling.h"
@@ -200,10 +199,8 @@ class Backend : public c10d::Backend {
   bool has_communicator() const { return comm_ != nullptr; }
   // Calls that took the fast path so far (tests: proof that it ran).
   uint64_t fast_path_calls() const { return fast_ ? fast_->calls() : 0; }
-  // Of those, push all-reduces on NCCL memory (fast/push.h).
+  // Of those, push all-reduces (fast/push.h).
   uint64_t push_calls() const { return fast_ ? fast_->push_calls() : 0; }
-  // Symmetric windows registered automatically over NCCL memory (tests).
-  size_t symmetric_windows() const { return symmetric_ ? symmetric_->windows() : 0; }
   // new_group: non-members take part in the parent's split with no color
   // (torch passes the default group's bound device, which may be None).
   void perform_nocolor_split(std::optional<at::Device> device);
@@ -279,12 +276,8 @@ class Backend : public c10d::Backend {
   // The fast path for the call being launched, or nullptr (off, or inside a
   // coalescing block, whose calls NCCL must group).
   fast::Engine* fast_path() const { return coalescing_ ? nullptr : fast_.get(); }
-  // The automatic symmetric windows, or nullptr (off, or inside a coalescing
-  // block: no collective registration inside NCCL's group).
-  SymmetricCache* symmetric() const { return coalescing_ ? nullptr : symmetric_.get(); }
-  // An all_reduce on NCCL memory: registers its allocation if due
-  // (symmetric.h), then runs the push all-reduce where it applies.  False:
-  // NCCL's turn.
+  // Runs an all_reduce as the push all-reduce where its arguments qualify
+  // (fast/push.h).  False: NCCL's turn.
   bool pushed(Communicator& c, const Buf& b, ncclRedOp_t op, cudaStream_t s);
   std::chrono::milliseconds timeout_of(std::chrono::milliseconds t) const;
 
@@ -305,8 +298,6 @@ class Backend : public c10d::Backend {
   std::unique_ptr<Watchdog> watchdog_;
   // null unless fast_path_max_bytes or push_max_bytes > 0
   std::unique_ptr<fast::Engine> fast_;
-  // null unless symmetric_max_bytes or push_max_bytes > 0
-  std::unique_ptr<SymmetricCache> symmetric_;
   std::mutex init_mutex_;
   std::atomic<uint64_t> seq_{0};
   uint64_t uid_counter_ = 0;

@@ -195,30 +195,8 @@ WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors,
 }
 
 bool Backend::pushed(Communicator& c, const Buf& b, ncclRedOp_t op, cudaStream_t s) {
-  auto* y = symmetric();
-  if (y == nullptr) {
-    return false;
-  }
-  size_t bytes = checked::bytes<raise_value_error>(b.count, types::element_size(b.type),
-                                                   "all_reduce bytes");
-  const auto* e = y->admit(c, b.ptr, bytes, s);
   auto* f = fast_path();
-  if (e == nullptr || e->peers.empty() || f == nullptr) {
-    return false;  // NCCL's kernels (symmetric ones on a symmetric window)
-  }
-  // Stores land at this offset in every peer's allocation: the call must fit
-  // the allocation size every rank registered (admit refused unequal ones).
-  // The tensor lies inside its own allocation, so this holds on every rank
-  // alike and the path stays the same everywhere; checked all the same.
-  size_t offset = static_cast<char*>(b.ptr) - static_cast<char*>(e->base);
-  if (offset > e->size || bytes > e->size - offset) {
-    return false;
-  }
-  char* peers[fast::kMaxRanks];
-  for (size_t r = 0; r < e->peers.size(); ++r) {
-    peers[r] = e->peers[r] + offset;
-  }
-  return f->all_reduce_pushed(c, peers, b.count, b.type, op, s);
+  return f != nullptr && f->all_reduce_pushed(c, b.ptr, b.count, b.type, op, s);
 }
 
 WorkPtr Backend::allreduce_coalesced(

@@ -58,18 +58,11 @@ struct GroupOptions : c10d::Backend::Options {
   // 0 = off.  The default covers the sizes where it measured faster than
   // NCCL on 4xH200 (bench/NOTES.md section 5); scratch costs twice this.
   size_t fast_path_max_bytes = 256 * 1024;
-  // all_reduce calls on NCCL's path whose tensor lies in an NCCL-memory
-  // allocation of at most this many bytes register that allocation as a
-  // symmetric window, once, so NCCL can use its symmetric kernels
-  // (backend/symmetric.h: every rank must pass NCCL memory for such a call);
-  // 0 = off.  Above 8 MiB those kernels measured slower than NCCL's ring on
-  // 4xH200 without NVLink SHARP (bench/NOTES.md section 8).
-  size_t symmetric_max_bytes = 8 * 1024 * 1024;
-  // all_reduce calls of push_min_bytes..push_max_bytes whose tensor lies in
-  // NCCL memory run as one kernel of ours that pushes through NVLink
-  // (fast/push.h; the allocation is registered as a window once, with the
-  // same contract as above); 0 = off.  Staging costs up to
-  // (nranks - 1) / nranks of push_max_bytes, allocated at the first such call.
+  // all_reduce calls of push_min_bytes..push_max_bytes (whole 16-byte packs,
+  // any memory) run as one kernel of ours that pushes through NVLink into
+  // the peers' staging windows (fast/push.h); 0 = off.  Staging costs
+  // 2 (nranks - 1) / nranks of the largest such call (in powers of two from
+  // 1 MiB, at most push_max_bytes), allocated at the first one.
   size_t push_min_bytes = 256 * 1024;
   size_t push_max_bytes = 64 * 1024 * 1024;
   // Blocks (SMs) a push all_reduce runs on, at most (1..128).

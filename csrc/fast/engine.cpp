@@ -258,18 +258,17 @@ bool Engine::all_reduce(Communicator& comm, const void* in, void* out, size_t co
   return ok;
 }
 
-bool Engine::all_reduce_pushed(Communicator& comm, char* const* peers, size_t count,
+bool Engine::all_reduce_pushed(Communicator& comm, void* data, size_t count,
                                ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream) {
   size_t bytes = count * types::element_size(type);
-  if (!push_.covers(bytes) || !push_covers(peers[comm.rank()], bytes, type, op) ||
-      !push_ready(comm, bytes, stream)) {
+  // Arguments and group only (push.h): every rank decides alike.
+  if (!push_.covers(bytes) || !push_covers(bytes, type, op) || !push_ready(comm, bytes, stream)) {
     return false;
   }
   start_call(comm, stream);
   push_calls_.fetch_add(1, std::memory_order_relaxed);
-  for (int r = 0; r < comm.nranks(); ++r) {
-    push_shared_.data[r] = peers[r];
-  }
+  push_shared_.data = static_cast<char*>(data);
+  push_shared_.data_align = push_alignment(data);
   launch_push(push_shared_, count, type, op, push_.ctas, ticket_, stream);
   return settle(true);
 }

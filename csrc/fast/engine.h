@@ -11,9 +11,9 @@
 // together; a first eligible call under CUDA graph capture goes to NCCL
 // instead (no allocation or registration may happen while capturing).
 //
-// The engine also runs the push all-reduce of larger calls on NCCL memory
-// (push.h), which the backend offers only for tensors the peers map; its
-// kernels share the engine's call order and completion reports.
+// The engine also runs the push all-reduce of larger calls (push.h), chosen
+// the same way (arguments and group only); its kernels share the engine's
+// call order and completion reports.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -36,8 +36,8 @@ class Window;
 
 namespace fast {
 
-// The push all-reduce (push.h) on NCCL memory: calls of [min_bytes,
-// max_bytes] on at most `ctas` blocks; max_bytes 0 = off.
+// The push all-reduce (push.h): calls of [min_bytes, max_bytes] on at most
+// `ctas` blocks; max_bytes 0 = off.
 struct PushConfig {
   size_t min_bytes = 0;
   size_t max_bytes = 0;
@@ -65,12 +65,12 @@ class Engine {
   bool all_to_all(Communicator& comm, const void* in, void* out, size_t bytes,
                   cudaStream_t stream);
   bool broadcast(Communicator& comm, void* buf, size_t bytes, int root, cudaStream_t stream);
-  // All-reduce in place by pushing (push.h): `peers[r]` is rank r's copy of
-  // the tensor at `peers[rank]`, mapped through a window.  The staging
+  // All-reduce of `data` in place by pushing (push.h), for calls of the
+  // push's sizes, types and ops whatever memory `data` lies in.  The staging
   // window is created, or grown, at the first call that needs it (every rank
   // makes the same calls), never under graph capture.
-  bool all_reduce_pushed(Communicator& comm, char* const* peers, size_t count,
-                         ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream);
+  bool all_reduce_pushed(Communicator& comm, void* data, size_t count, ncclDataType_t type,
+                         ncclRedOp_t op, cudaStream_t stream);
   const PushConfig& push_config() const { return push_; }
   // Whether the scratch window is made, so that an eligible call costs a
   // launch and waits for nothing on the host.

@@ -47,10 +47,58 @@ __device__ __forceinline__ unsigned long long* flag(const PushShared& s, int at,
   return f + (static_cast<size_t>(phase) * kMaxRanks + source) * kPushMaxBlocks + blockIdx.x;
 }
 
-// Rank `at`'s staging slot for what `source` sends it.
+// Rank `at`'s input slot for what `source` sends it.
 __device__ __forceinline__ uint4* slot(const PushShared& s, const Cut& c, int at, int source) {
   int k = (source - at - 1 + s.nranks) % s.nranks;
   return reinterpret_cast<uint4*>(s.staging[at] + kPushFlagBytes) + k * c.chunk;
+}
+
+// Rank `at`'s result slot for chunk `source`, reduced by `source`.
+__device__ __forceinline__ uint4* result_slot(const PushShared& s, const Cut& c, int at,
+                                              int source) {
+  return slot(s, c, at, source) + static_cast<size_t>(s.nranks - 1) * c.chunk;
+}
+
+// Pack i of this rank's tensor, read or written with the widest access its
+// address allows (only this rank touches it, so its alignment is its own).
+template <class W>
+__device__ __forceinline__ uint4 load_as(const char* p) {
+  uint4 v;
+  auto* d = reinterpret_cast<W*>(&v);
+  const auto* q = reinterpret_cast<const W*>(p);
+#pragma unroll
+  for (int k = 0; k < int(16 / sizeof(W)); ++k) d[k] = q[k];
+  return v;
+}
+
+template <class W>
+__device__ __forceinline__ void store_as(char* p, const uint4& v) {
+  const auto* d = reinterpret_cast<const W*>(&v);
+  auto* q = reinterpret_cast<W*>(p);
+#pragma unroll
+  for (int k = 0; k < int(16 / sizeof(W)); ++k) q[k] = d[k];
+}
+
+__device__ __forceinline__ uint4 load_mine(const PushShared& s, size_t i) {
+  const char* p = s.data + i * 16;
+  switch (s.data_align) {
+    case 16: return __ldcg(reinterpret_cast<const uint4*>(p));
+    case 8: return load_as<unsigned long long>(p);
+    case 4: return load_as<unsigned>(p);
+    case 2: return load_as<unsigned short>(p);
+    default: return load_as<unsigned char>(p);
+  }
+}
+
+__device__ __forceinline__ void store_mine(const PushShared& s, size_t i, const uint4& v) {
+  char* p = s.data + i * 16;
+  switch (s.data_align) {
+    case 16: *reinterpret_cast<uint4*>(p) = v; break;
+    case 8: store_as<unsigned long long>(p, v); break;
+    case 4: store_as<unsigned>(p, v); break;
+    case 2: store_as<unsigned short>(p, v); break;
+    default: store_as<unsigned char>(p, v); break;
+  }
 }
 
 // This block's stores of the phase are issued (release) on every peer's flag;
@@ -76,21 +124,20 @@ __device__ bool exchange(const PushShared& s, int phase, unsigned long long call
   return stop == 0;
 }
 
-// Phase 1: slice of chunk q of this rank's tensor into q's slot for us.
+// Phase 1: slice of chunk q of this rank's tensor into q's input slot for us.
 __device__ void stage(const PushShared& s, const Cut& c) {
-  const auto* mine = reinterpret_cast<const uint4*>(s.data[s.rank]);
   for (int step = 1; step < s.nranks; ++step) {
     const int q = (s.rank + step) % s.nranks;
     size_t lo, hi;
     c.slice(q, lo, hi);
-    const uint4* src = mine + q * c.chunk;
+    const size_t first = q * c.chunk;
     uint4* dst = slot(s, c, q, s.rank);
     for (size_t base = lo + threadIdx.x; base < hi; base += kStep) {
       uint4 v[kUnroll];
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         size_t i = base + u * kThreads;
-        if (i < hi) v[u] = __ldcg(src + i);
+        if (i < hi) v[u] = load_mine(s, first + i);
       }
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
@@ -101,7 +148,8 @@ __device__ void stage(const PushShared& s, const Cut& c) {
   }
 }
 
-// Phase 2: reduce this rank's slice with the staged ones, store everywhere.
+// Phase 2: reduce this rank's slice with the staged ones; the result into
+// this rank's tensor and every peer's result slot for us.
 template <class T, int Op>
 __device__ void reduce_and_spread(const PushShared& s, const Cut& c,
                                   typename Acc<T>::type scale) {
@@ -110,14 +158,13 @@ __device__ void reduce_and_spread(const PushShared& s, const Cut& c,
   size_t lo, hi;
   c.slice(s.rank, lo, hi);
   const size_t first = s.rank * c.chunk;
-  auto* mine = reinterpret_cast<uint4*>(s.data[s.rank]) + first;
   for (size_t base = lo + threadIdx.x; base < hi; base += kStep) {
     A acc[kUnroll][V];
     Pack<T> pk[kUnroll];
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) {
       size_t i = base + u * kThreads;
-      pk[u].raw = i < hi ? mine[i] : uint4{};
+      pk[u].raw = i < hi ? load_mine(s, first + i) : uint4{};
 #pragma unroll
       for (int k = 0; k < V; ++k) acc[u][k] = to_acc(pk[u].v[k]);
     }
@@ -141,12 +188,42 @@ __device__ void reduce_and_spread(const PushShared& s, const Cut& c,
         pk[u].v[k] = from_acc<T>(Op == ncclAvg ? acc[u][k] * scale : acc[u][k]);
       }
     }
-    for (int step = 0; step < s.nranks; ++step) {
-      auto* dst = reinterpret_cast<uint4*>(s.data[(s.rank + step) % s.nranks]) + first;
+    for (int step = 1; step < s.nranks; ++step) {
+      uint4* dst = result_slot(s, c, (s.rank + step) % s.nranks, s.rank);
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         size_t i = base + u * kThreads;
         if (i < hi) dst[i] = pk[u].raw;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      size_t i = base + u * kThreads;
+      if (i < hi) store_mine(s, first + i, pk[u].raw);
+    }
+  }
+}
+
+// Phase 3: every peer's reduced slice of its chunk, from our result slots
+// into this rank's tensor (local copies).
+__device__ void copy_out(const PushShared& s, const Cut& c) {
+  for (int step = 1; step < s.nranks; ++step) {
+    const int p = (s.rank + step) % s.nranks;
+    size_t lo, hi;
+    c.slice(p, lo, hi);
+    const size_t first = p * c.chunk;
+    const uint4* src = result_slot(s, c, s.rank, p);
+    for (size_t base = lo + threadIdx.x; base < hi; base += kStep) {
+      uint4 v[kUnroll];
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        size_t i = base + u * kThreads;
+        if (i < hi) v[u] = __ldcg(src + i);
+      }
+#pragma unroll
+      for (int u = 0; u < kUnroll; ++u) {
+        size_t i = base + u * kThreads;
+        if (i < hi) store_mine(s, first + i, v[u]);
       }
     }
   }
@@ -167,11 +244,15 @@ __global__ void __launch_bounds__(kThreads)
     stage(s, c);
     if (exchange(s, 0, call, stop)) {
       reduce_and_spread<T, Op>(s, c, scale);
-      completed = exchange(s, 1, call, stop);
+      if (exchange(s, 1, call, stop)) {
+        copy_out(s, c);
+        completed = true;
+      }
     }
   }
   // The last block to leave reports the ticket: from then on the kernel
-  // touches neither the windows nor the tensor.
+  // touches neither the windows nor the tensor.  (A block stopped after
+  // phase 2 leaves the peers' result slots for a call no one completes.)
   if (threadIdx.x == 0) {
     if (completed) {
       s.calls[blockIdx.x] = call;
@@ -196,11 +277,12 @@ Cut cut_of(size_t bytes, int nranks) {
 }  // namespace
 
 size_t push_staging_bytes(size_t bytes, int nranks) {
-  return kPushFlagBytes + static_cast<size_t>(nranks - 1) * cut_of(bytes, nranks).chunk * 16;
+  // Input and result slots: 2 (nranks - 1) chunks.
+  return kPushFlagBytes + 2 * static_cast<size_t>(nranks - 1) * cut_of(bytes, nranks).chunk * 16;
 }
 
-bool push_covers(const void* ptr, size_t bytes, ncclDataType_t type, int op) {
-  if ((reinterpret_cast<uintptr_t>(ptr) & 15) != 0 || bytes % 16 != 0 || bytes == 0) {
+bool push_covers(size_t bytes, ncclDataType_t type, int op) {
+  if (bytes % 16 != 0 || bytes == 0) {
     return false;
   }
   bool ok = false;
@@ -209,6 +291,16 @@ bool push_covers(const void* ptr, size_t bytes, ncclDataType_t type, int op) {
     ok = visit_op<T>(op, [](auto) {});
   });
   return ok;
+}
+
+int push_alignment(const void* ptr) {
+  auto a = reinterpret_cast<uintptr_t>(ptr);
+  for (int w = 16; w > 1; w /= 2) {
+    if (a % w == 0) {
+      return w;
+    }
+  }
+  return 1;
 }
 
 void launch_push(const PushShared& s, size_t count, ncclDataType_t type, int op, int blocks,

@@ -221,6 +221,17 @@ void unpin(void* base) {
   free_now(base, device);
 }
 
+c10::Storage pinned_storage(void* base) {
+  auto alloc = find(base);
+  NCCL_CORE_REQUIRE(alloc && alloc->base == base,
+                    "pinned_storage: not the start of an allocation of nccl_core_backend");
+  pin(base);
+  c10::DataPtr data(base, base, [](void* ctx) { unpin(ctx); },
+                    c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(alloc->device)));
+  return c10::Storage(c10::Storage::use_byte_size_t(), alloc->size, std::move(data), nullptr,
+                      false);
+}
+
 size_t live_bytes() {
   release_completed();
   return g_live.load();

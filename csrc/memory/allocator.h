@@ -52,6 +52,11 @@ void pin(void* base);
 bool released(void* base);
 // Ends the pin; frees the allocation if its owner released it meanwhile.
 void unpin(void* base);
+// Pins the allocation at `base` and returns a storage over it whose end
+// unpins it: what a window keeps, so that the memory it maps stays until the
+// window is gone (deregistered, or its communicator ended), whenever the
+// allocation's owner lets it go.
+c10::Storage pinned_storage(void* base);
 
 // ncclMemAlloc/ncclMemFree as a torch CUDAAllocator (one per process).
 std::shared_ptr<c10::cuda::CUDACachingAllocator::CUDAAllocator> caching_allocator();

@@ -58,7 +58,7 @@ inline constexpr Feature kWindowRegistration{
 inline constexpr Feature kWindowCollSymmetric{
     "window_coll_symmetric", "WindowFlag.COLL_SYMMETRIC", "NCCL_WIN_COLL_SYMMETRIC",
     v(2, 27, 3), v(2, 28, 3), 0, 0, nullptr,
-    "NCCL's symmetric kernels; the backend registers small NCCL-memory tensors itself"};
+    "NCCL's symmetric kernels on windows the program registers"};
 inline constexpr Feature kWindowStrictOrdering{
     "window_strict_ordering", "WindowFlag.STRICT_ORDERING", "NCCL_WIN_STRICT_ORDERING",
     v(2, 29, 7), v(2, 29, 7), 0, 0, nullptr,
@@ -149,7 +149,7 @@ inline constexpr Feature kFastPath{
     v(2, 28, 3), 0, v(2, 28, 3), 0, nullptr,
     "small collectives as one nccl_core kernel over a symmetric window"};
 inline constexpr Feature kPushAllReduce{
-    "push_all_reduce", "dist.all_reduce of NCCL memory, push_min_bytes..push_max_bytes",
+    "push_all_reduce", "dist.all_reduce of push_min_bytes..push_max_bytes, any memory",
     "NCCL windows + ncclTeamLsa", v(2, 28, 3), 0, v(2, 28, 3), 0, nullptr,
     "nccl_core's NVLink store kernel"};
 

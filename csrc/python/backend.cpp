@@ -85,19 +85,14 @@ void bind_backend(py::module_& m) {
                      "all_reduce, reduce_scatter_tensor, all_gather_into_tensor, broadcast "
                      "and even all_to_all_single calls whose input is at most this many "
                      "bytes run as one nccl_core kernel over NVLink (default 256 KiB); 0 = off")
-      .def_readwrite("symmetric_max_bytes", &GroupOptions::symmetric_max_bytes,
-                     "all_reduce calls on NCCL memory allocations of at most this many bytes "
-                     "register the allocation as a symmetric window once, so NCCL can use "
-                     "its symmetric kernels; every rank must then pass NCCL memory for such "
-                     "a call (default 8 MiB); 0 = off")
       .def_readwrite("push_min_bytes", &GroupOptions::push_min_bytes,
-                     "Smallest all_reduce on NCCL memory that runs as nccl_core's push "
-                     "kernel over NVLink (default 256 KiB; the fast path takes calls up to "
-                     "fast_path_max_bytes first)")
+                     "Smallest all_reduce that runs as nccl_core's push kernel over NVLink "
+                     "(default 256 KiB; the fast path takes calls up to fast_path_max_bytes "
+                     "first)")
       .def_readwrite("push_max_bytes", &GroupOptions::push_max_bytes,
-                     "Largest all_reduce on NCCL memory that runs as nccl_core's push kernel "
-                     "(default 64 MiB); its staging costs up to (nranks - 1) / nranks of "
-                     "this per rank; every rank must pass NCCL memory for such a call; 0 = off")
+                     "Largest all_reduce that runs as nccl_core's push kernel, whatever memory "
+                     "its tensor lies in (default 64 MiB); its staging costs up to "
+                     "2 (nranks - 1) / nranks of this per rank; 0 = off")
       .def_property(
           "push_ctas", [](const GroupOptions& o) { return o.push_ctas; },
           [](GroupOptions& o, int v) {
@@ -204,7 +199,6 @@ void bind_backend(py::module_& m) {
       .def("_has_communicator", &Backend::has_communicator)
       .def("_pending_works", &Backend::pending_works)
       .def("_fast_path_calls", &Backend::fast_path_calls)
-      .def("_symmetric_windows", &Backend::symmetric_windows)
       .def("_push_calls", &Backend::push_calls)
       .def("_recorded_ops", &Backend::recorded_ops,
            "The flight recorder's entries, oldest first: 'seq N OP DTYPE IN>OUT done|pending'.")

@@ -8,6 +8,7 @@
 
 #include "comm/communicator.h"
 #include "comm/resources.h"
+#include "memory/allocator.h"
 #include "memory/vmm.h"
 #include "nccl/api.h"
 #include "nccl/newer.h"
@@ -169,7 +170,12 @@ void Registry::register_segment(Member& m, const std::shared_ptr<Communicator>& 
     NCCL_CORE_REQUIRE(vmm::is_vmm(ptr), "segment ", s.addr, " of MemPool ", pool_name(s.pool),
                       " is not NCCL memory: symm=True needs a MemPool on the group's "
                       "mem_allocator (ncclMemAlloc), which NCCL can map on every rank");
-    handle = Window::create(comm, ptr, s.size, newer::kWinCollSymmetric, c10::Storage());
+    // The window keeps its memory pinned (memory/allocator.h): a segment the
+    // allocator frees stays mapped until the window goes at an agreed point
+    // (deregister_mem_pool, the communicator's end), never from one rank's
+    // allocator callback.
+    handle = Window::create(comm, ptr, s.size, newer::kWinCollSymmetric,
+                            memory::pinned_storage(ptr));
     NCCL_CORE_REQUIRE(handle != nullptr, "NCCL registered no symmetric window for segment ",
                       s.addr, " of MemPool ", pool_name(s.pool),
                       " (no NVLink peers, or NCCL_WIN_ENABLE=0)");
@@ -198,7 +204,11 @@ void Registry::on_segment_alloc(int device, uintptr_t addr, size_t size, PoolId 
       continue;
     }
     try {
-      register_segment(m, comm, Seen{addr, size, pool}, window);
+      // A plain buffer even in a symm pool: a window is collective, and one
+      // rank's allocator grows its pool when it needs to, not when its peers'
+      // do (issue 41).  register_mem_pool makes windows of what the pool
+      // holds then, on every rank at once.
+      register_segment(m, comm, Seen{addr, size, pool}, false);
     } catch (const std::exception& e) {
       warn(concat("could not register the new segment ", addr, " (", size,
                   " bytes) with NCCL; collectives on it run unregistered"),
@@ -215,8 +225,8 @@ void Registry::on_segment_free(int device, uintptr_t addr) {
       continue;
     }
     auto it = m.segments.find(addr);
-    if (it == m.segments.end()) {
-      continue;
+    if (it == m.segments.end() || it->second.window) {
+      continue;  // a window keeps its memory pinned until it goes (register_segment)
     }
     Segment s = it->second;
     m.segments.erase(it);
@@ -266,6 +276,34 @@ void Registry::add_pool(const std::shared_ptr<Communicator>& comm, PoolId pool, 
   Member* m = find(comm.get());
   NCCL_CORE_REQUIRE(m != nullptr, "the communicator was released while registering MemPool ",
                     pool_name(pool));
+  if (symm) {
+    // One window per segment, each a collective: every rank must hold as
+    // many, or the registrations would pair up wrongly.  Checked on every
+    // rank alike before any is made.
+    lock.unlock();
+    std::vector<size_t> counts;
+    try {
+      counts = comm->all_gather_sizes(seen.size(), "ncclAllGather (MemPool segment counts)");
+    } catch (...) {
+      lock.lock();
+      drop_pool(comm.get(), pool);
+      throw;
+    }
+    lock.lock();
+    m = find(comm.get());
+    NCCL_CORE_REQUIRE(m != nullptr, "the communicator was released while registering MemPool ",
+                      pool_name(pool));
+    for (size_t r = 0; r < counts.size(); ++r) {
+      if (counts[r] != seen.size()) {
+        drop_pool(comm.get(), pool);
+        NCCL_CORE_REQUIRE(false, "register_mem_pool(symm=True): MemPool ", pool_name(pool),
+                          " holds ", seen.size(), " segments on rank ", comm->rank(), " but ",
+                          counts[r], " on rank ", r,
+                          "; symmetric windows need the same segments on every rank (allocate "
+                          "the same tensors in the pool on every rank before registering it)");
+      }
+    }
+  }
   std::vector<uintptr_t> done;
   try {
     for (const auto& s : seen) {
@@ -296,10 +334,17 @@ void Registry::add_pool(const std::shared_ptr<Communicator>& comm, PoolId pool, 
         m->segments.erase(it);
       }
     }
+    drop_pool(comm.get(), pool);
+    throw;
+  }
+}
+
+void Registry::drop_pool(const Communicator* comm, PoolId pool) {
+  Member* m = find(comm);
+  if (m != nullptr) {
     m->pools.erase(std::remove_if(m->pools.begin(), m->pools.end(),
                                   [&](const Pool& p) { return p.id == pool; }),
                    m->pools.end());
-    throw;
   }
 }
 
@@ -326,6 +371,7 @@ void Registry::remove_pool(const std::shared_ptr<Communicator>& comm, PoolId poo
   for (const auto& [order, addr] : mine) {
     auto it = m->segments.find(addr);
     Seen seen{addr, it->second.size, pool};
+    const bool was_window = it->second.window;
     try {
       release(it->second);
     } catch (...) {
@@ -334,8 +380,10 @@ void Registry::remove_pool(const std::shared_ptr<Communicator>& comm, PoolId poo
       }
     }
     m->segments.erase(it);
-    if (m->all && live && live->is_live()) {
-      // The group follows every segment: a plain buffer replaces the window.
+    const bool still_there = !was_window || memory::find(reinterpret_cast<void*>(addr));
+    if (m->all && live && live->is_live() && still_there) {
+      // The group follows every segment: a plain buffer replaces the window
+      // (unless the allocator had freed the segment: its window held it).
       try {
         register_segment(*m, live, seen, false);
       } catch (const std::exception& e) {

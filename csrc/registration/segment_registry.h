@@ -13,11 +13,17 @@
 //   - every segment on its device ("all", the allocator-hook option), as
 //     ncclCommRegister buffers, and/or
 //   - the segments of MemPools registered with it, as buffers or, for
-//     symm=True, as NCCL_WIN_COLL_SYMMETRIC windows (collective: every rank
-//     must allocate and free that pool's segments in the same order).
+//     symm=True, the segments the pool holds at registration as
+//     NCCL_WIN_COLL_SYMMETRIC windows (collective, in allocation order: every
+//     rank must hold as many, which is checked), later ones as buffers.
 // Segments are registered when followed (snapshot) and on SEGMENT_ALLOC, and
-// deregistered on SEGMENT_FREE, which the allocator reports before the
-// memory goes back.  Expandable segments (SEGMENT_MAP) are not followed.
+// buffers deregistered on SEGMENT_FREE, which the allocator reports before
+// the memory goes back.  Windows are never made or ended from the
+// allocator's callback (a collective there would pair with whatever the
+// peers run then): a window pins its segment, which stays mapped after the
+// allocator frees it, until deregister_mem_pool or the communicator's end,
+// points every rank reaches together.  Expandable segments (SEGMENT_MAP) are
+// not followed.
 //
 // The registrations are resources of their communicator (comm/resources.h),
 // which owns them and releases them before it is finalized; the registry only
@@ -69,9 +75,13 @@ class Registry {
   // Registers every segment on `comm`'s device now and each new one later
   // (best effort: a segment NCCL refuses is a warning).
   void follow_all(const std::shared_ptr<Communicator>& comm);
-  // Registers every segment of `pool` (device `device`) now and later; with
-  // `symm` as symmetric windows, which is collective.  Throws NcclInvalid if
-  // the pool is already registered on `comm`, and rolls back on failure.
+  // Registers every segment of `pool` (device `device`) now and later.  With
+  // `symm`, the segments it holds now become symmetric windows (collective:
+  // every rank must hold as many, else NcclInvalid on every rank), and later
+  // ones plain buffers: no collective ever runs from an allocator callback.
+  // A window's segment stays mapped (pinned) until the window goes.  Throws
+  // NcclInvalid if the pool is already registered on `comm`, and rolls back
+  // on failure.
   void add_pool(const std::shared_ptr<Communicator>& comm, PoolId pool, int device, bool symm);
   // Deregisters the pool's segments (windows in registration order, as every
   // rank does).  Throws NcclInvalid if the pool is not registered on `comm`.
@@ -127,6 +137,8 @@ class Registry {
   static void release(Segment& s);
   // Whether `m` wants segments of `pool`, and as a window.
   static bool wants(const Member& m, PoolId pool, bool& window);
+  // `comm` no longer follows `pool` (a registration rolled back).
+  void drop_pool(const Communicator* comm, PoolId pool);
 
   mutable std::mutex mutex_;
   std::vector<Member> members_;

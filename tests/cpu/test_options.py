@@ -326,14 +326,14 @@ def test_fast_path_is_on_by_default_up_to_256_kib():
     assert off.fast_path_max_bytes == 0
 
 
-def test_symmetric_windows_up_to_8_mib_by_default_and_from_the_environment():
-    from nccl_core_backend.options import make_options
+def test_retired_symmetric_max_bytes_warns_and_is_gone():
+    from nccl_core_backend import options as o
 
-    assert make_options(None, env={}).symmetric_max_bytes == 8 << 20
-    assert env_settings({"NCCL_CORE_SYMMETRIC_MAX_BYTES": "0"}) == {"symmetric_max_bytes": 0}
-    assert make_options(None, env={"NCCL_CORE_SYMMETRIC_MAX_BYTES": "4096"}).symmetric_max_bytes == 4096
-    with pytest.raises(ValueError, match="NCCL_CORE_SYMMETRIC_MAX_BYTES"):
-        env_settings({"NCCL_CORE_SYMMETRIC_MAX_BYTES": "-5"})
+    assert not hasattr(o.make_options(None, env={}), "symmetric_max_bytes")
+    o._warned_env.discard("NCCL_CORE_SYMMETRIC_MAX_BYTES")
+    with pytest.warns(UserWarning, match="NCCL_CORE_SYMMETRIC_MAX_BYTES: automatic symmetric windows are gone"):
+        assert o.warn_unhonoured_env({"NCCL_CORE_SYMMETRIC_MAX_BYTES": "0"}) == ["NCCL_CORE_SYMMETRIC_MAX_BYTES"]
+    assert env_settings({"NCCL_CORE_SYMMETRIC_MAX_BYTES": "4096"}) == {}
 
 
 def test_push_all_reduce_defaults_and_environment():

@@ -14,7 +14,6 @@ from tests.gpu.cases import (  # noqa: F401
     reliability,
     device,
     fast,
-    symmetric,
     push,
     bad_input,
     torch_tools,

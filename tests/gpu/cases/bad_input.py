@@ -98,11 +98,11 @@ def bad_input_peer_window_smaller(ctx):
 
 @case()
 def bad_input_push_allocations_of_different_sizes(ctx):
-    """The push all-reduce stored into every peer's allocation at this rank's
-    offset, trusting equal sizes and offsets.  Allocation sizes are now
-    exchanged at registration; an allocation whose size differs on some rank
-    is refused on every rank (NCCL's plain path), so results are right and
-    nothing is pushed."""
+    """The push all-reduce once stored into every peer's allocation at this
+    rank's offset, trusting equal sizes and offsets.  It now stores into the
+    peers' staging windows only (issue 41): allocations of different sizes,
+    with the tensor at different offsets, push like any other call and give
+    every element right."""
     from tests.gpu.cases.push import BYTES, _group
 
     g = _group(ctx)
@@ -121,21 +121,21 @@ def bad_input_push_allocations_of_different_sizes(ctx):
     if pushes == 0:
         dist.destroy_process_group(g)
         raise Skip("the push all-reduce does not run here (one NVLink domain needed)")
-    windows = be._symmetric_windows()
     # Rank 0's allocation holds exactly the tensor; the others' are 64 KiB
-    # larger, with the tensor at their end (offset 64 KiB): a push from them
-    # used to land 64 KiB past the start of rank 0's tensor.
+    # larger, with the tensor at their end (offset 64 KiB): a push into peers'
+    # tensors at this rank's offset would land 64 KiB past rank 0's tensor.
     extra = 0 if ctx.rank == 0 else (64 << 10) // 4
     bigger = nc.torch.empty(extra + BYTES // 4, device=d)
+    guard = bigger[: BYTES // 4].clone() if ctx.rank != 0 else None
     reduce(bigger[extra:], 2, "allocations of different sizes")
-    if be._push_calls() != pushes:
-        fail(f"{be._push_calls() - pushes} push all-reduce(s) on allocations of different sizes")
-    if be._symmetric_windows() != windows:
-        fail("an allocation of different sizes stayed registered")
-    reduce(bigger[extra:], 3, "allocations of different sizes, again")  # the refusal is remembered
+    reduce(bigger[extra:], 3, "allocations of different sizes, again")
     reduce(equal, 4, "equal allocations, again")
-    if be._push_calls() != pushes + 1:
-        fail("equal allocations stopped pushing")
+    torch.cuda.synchronize()
+    if be._push_calls() != pushes + 3:
+        fail(f"{be._push_calls() - pushes} push all-reduces of 3 (the path must not depend on "
+             "where the tensors lie)")
+    if guard is not None and extra > 0 and not torch.equal(bigger[: BYTES // 4][:extra], guard[:extra]):
+        fail("memory before the tensor changed: a peer stored at its own offset")
     del bigger
     dist.destroy_process_group(g)
     sanity(ctx)

@@ -33,7 +33,6 @@ def _group(ctx, **fields):
     """A group whose collectives all run through NCCL, with its communicator."""
     opts = nc.Options()
     opts.fast_path_max_bytes = 0
-    opts.symmetric_max_bytes = 0
     opts.push_max_bytes = 0
     for k, v in fields.items():
         setattr(opts, k, v)
@@ -197,16 +196,35 @@ def symmetric_mem_pool(ctx):
     if n == 0:
         fail("no windows registered")
     _run_all(ctx, g, pool, 100, "symmetric pool")
-    # Every rank grows the pool the same way: each rank registers the new
-    # segment as a window, collectively, from the allocator hook.
+    # The pool grows: the new segment is registered from the allocator hook
+    # as a plain buffer, never as a window (a collective from one rank's
+    # allocator callback would pair with whatever its peers run then).
     with torch.cuda.use_mem_pool(pool):
         held.append(torch.empty(96 << 20, dtype=torch.uint8, device=ctx.device))
-    _expect_registered(ctx, be, pool, True, "after the symmetric pool grew")
+    grown = be._registered_segments(pool)
+    if grown["segments"] != n + 1 or grown["windows"] != n:
+        fail(f"after the symmetric pool grew: {grown}, expected {n + 1} segments of which "
+             f"{n} windows (the new one a plain buffer)")
     _run_all(ctx, g, pool, 120, "grown symmetric pool")
     be.deregister_mem_pool(pool)
     if be._registered_segments(pool)["segments"] != 0:
         fail(f"windows left after deregister_mem_pool: {be._registered_segments(pool)}")
     _run_all(ctx, g, pool, 140, "symmetric pool, deregistered")
+    # Ranks holding different numbers of segments: refused on every rank
+    # before any window is made (windows would pair up wrongly).
+    if ctx.world > 1:
+        uneven = torch.cuda.MemPool(be.mem_allocator)
+        with torch.cuda.use_mem_pool(uneven):
+            own = [torch.empty(12 << 20, dtype=torch.uint8, device=ctx.device)
+                   for _ in range(ctx.rank + 1)]  # one segment each (above 10 MiB)
+        expect_raises(ValueError, lambda: be.register_mem_pool(uneven, symm=True),
+                      "symmetric windows need the same segments on every rank")
+        if be._registered_segments(uneven)["segments"] != 0:
+            fail("a refused uneven symm=True registration left segments behind")
+        be.register_mem_pool(uneven)  # plain buffers are local: accepted
+        be.deregister_mem_pool(uneven)
+        del own
+        sanity(ctx, g)
     # symm=True needs NCCL memory: a plain caching-allocator pool is refused
     # on every rank before anything collective starts.
     plain = torch.cuda.MemPool()

@@ -1,10 +1,13 @@
-"""The push all-reduce on NCCL memory (issue 6, fast/push.h).
+"""The push all-reduce (issue 6, issue 41; fast/push.h).
 
-all_reduce calls of push_min_bytes..push_max_bytes whose tensor lies in NCCL
-memory run as nccl_core's own kernel, which stores through NVLink into the
-peers' staging windows and tensors.  Every output element is checked against
-a float64 CPU reference on fresh random data, for every dtype and op the
-kernel covers; the push counter shows which calls took it."""
+all_reduce calls of push_min_bytes..push_max_bytes of whole 16-byte packs run
+as nccl_core's own kernel, which stores through NVLink into the peers'
+staging windows only.  Whether a call pushes depends on its arguments alone:
+plain or NCCL memory, any offset and alignment, and ranks whose tensors lie in
+different memory at different offsets (their allocators differ) all push and
+agree.  Every output element is checked against a float64 CPU reference on
+fresh random data, for every dtype and op the kernel covers; the push counter
+shows which calls took it."""
 
 from __future__ import annotations
 
@@ -77,23 +80,38 @@ def push_all_reduce_matches_reference(ctx):
             salt += 1
             _reduce(ctx, g, t, op, salt, f"push all_reduce {dtype} {op}")
             expect(True, f"{dtype} {op}")
-    # A view 16 bytes in (the same offset on every rank) still pushes; one 4
-    # bytes in (not 16-byte aligned), a size that is not whole 16-byte packs,
-    # plain memory and calls outside [push_min, push_max] go to NCCL.
+    # Any view of whole packs pushes, wherever it lies: 16 bytes in, 4 bytes
+    # in (not 16-byte aligned), plain memory.  A size that is not whole
+    # packs, or outside [push_min, push_max], goes to NCCL.
     f = buf.view(torch.float32)
     _reduce(ctx, g, f[4:4 + BYTES // 4], "SUM", 100, "view at 16 bytes")
     expect(True, "view at 16 bytes")
     _reduce(ctx, g, f[1:1 + BYTES // 4], "SUM", 101, "view at 4 bytes")
-    expect(False, "view at 4 bytes")
+    expect(True, "view at 4 bytes")
+    h = buf.view(torch.float16)
+    _reduce(ctx, g, h[1:1 + BYTES // 2], "MAX", 105, "float16 view at 2 bytes")
+    expect(True, "float16 view at 2 bytes")
+    _reduce(ctx, g, buf[3:3 + BYTES], "MIN", 106, "uint8 view at 3 bytes")
+    expect(True, "uint8 view at 3 bytes")
     _reduce(ctx, g, f[: BYTES // 4 - 1], "SUM", 102, "size not whole packs")
     expect(False, "size not whole packs")
     _reduce(ctx, g, torch.empty(BYTES // 4, device=ctx.device), "SUM", 103, "plain memory")
-    expect(False, "plain memory")
+    expect(True, "plain memory")
     _reduce(ctx, g, f[: (16 << 10) // 4 + 4], "SUM", 104, "below push_min_bytes")
     expect(False, "below push_min_bytes")
+    # The ranks' tensors lie in different memory at different offsets: NCCL
+    # memory on even ranks, the caching allocator on odd ones, each at an
+    # offset of its own (issue 41: nothing may depend on the allocators
+    # looking alike).  Every rank pushes, every element right.
+    for rnd in range(3):
+        off = (ctx.rank * 5 + rnd * 3) % 16  # floats
+        host = nc.torch.empty if ctx.rank % 2 == 0 else torch.empty
+        backing = host(BYTES // 4 + 16, device=ctx.device)
+        _reduce(ctx, g, backing[off:off + BYTES // 4], "SUM", 110 + rnd,
+                f"ranks at different memory and offsets, round {rnd}")
+        expect(True, f"different memory and offsets, round {rnd}")
     # Larger calls, on more blocks: the staging window grows (every rank
-    # re-creates it at the same call), including an allocation whose size is
-    # above symmetric_max_bytes (a plain window).
+    # re-creates it at the same call).
     for mib, ctas in ((3, None), (9, None)):
         big = nc.torch.empty((mib << 20) // 4 - 4 * 37, device=ctx.device)
         _reduce(ctx, g, big, "SUM", 200 + mib, f"{mib} MiB all_reduce (push_max 8 MiB)")
@@ -166,10 +184,10 @@ def push_all_reduce_back_to_back_streams_and_graphs(ctx):
     # A call needing a larger staging window while capturing goes to NCCL
     # (no registration under capture), on every rank alike.
     big = nc.torch.empty((6 << 20) // 4, device=ctx.device)
-    dist.all_reduce(big, group=g)  # registers the allocation; staging for 8 MiB
+    dist.all_reduce(big, group=g)  # staging for 8 MiB
     expect(True, "6 MiB before capture")
     bigger = nc.torch.empty((12 << 20) // 4, device=ctx.device)
-    dist.all_reduce(bigger[: (7 << 20) // 4], group=g)  # registers the 12 MiB allocation
+    dist.all_reduce(bigger[: (7 << 20) // 4], group=g)  # fits the 8 MiB staging
     expect(True, "7 MiB before capture")
     graph2 = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph2, stream=s):
@@ -190,8 +208,8 @@ def push_all_reduce_back_to_back_streams_and_graphs(ctx):
 @case(nvlink=True, min_world=1)
 def push_all_reduce_off(ctx):
     g = _group(ctx, push_max=0)
-    t = nc.torch.empty(BYTES // 4, device=ctx.device)
-    _reduce(ctx, g, t, "SUM", 1, "all_reduce on NCCL memory, push off")
+    t = torch.empty(BYTES // 4, device=ctx.device)
+    _reduce(ctx, g, t, "SUM", 1, "all_reduce, push off")
     if _pushes(ctx, g) != 0:
         fail("push_max_bytes = 0, yet calls pushed")
     dist.destroy_process_group(g)
