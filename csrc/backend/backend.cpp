@@ -13,7 +13,7 @@
 #include "tooling/comm_listener.h"
 #include "op/errors.h"
 #include "registration/segment_registry.h"
-#include "failures/watchdog.h"
+#include "failures/group_failures.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
 #include "util/checked.h"
@@ -25,7 +25,8 @@ Backend::Backend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
     : c10d::Backend(rank, size),
       store_(std::move(store)),
       options_(options ? std::move(options) : c10::make_intrusive<GroupOptions>()),
-      info_(std::make_shared<GroupInfo>()) {
+      info_(std::make_shared<GroupInfo>()),
+      hooks_(std::make_unique<CompletionHooks>()) {
   NCCL_CORE_CHECK_VALUE(size > 0 && rank >= 0 && rank < size,
                     "nccl_core: invalid rank ", rank, " for group size ", size);
   NCCL_CORE_CHECK_VALUE(options_->error_handling >= 0 && options_->error_handling <= 3,
@@ -33,8 +34,7 @@ Backend::Backend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
                         "got ", options_->error_handling);
   info_->label = (options_->group_name.empty() ? std::string("?") : options_->group_name) +
                  " (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")";
-  recorder_ = std::make_unique<FlightRecorder>(options_->trace_buffer_size);
-  hooks_ = std::make_unique<CompletionHooks>();
+  failures_ = std::make_unique<GroupFailures>(info_, options_->trace_buffer_size);
   timing_.store(options_->enable_timing);
 }
 
@@ -151,34 +151,6 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   stream_ = at::cuda::getStreamFromPool(options_->is_high_priority_stream,
                                         device.index());
   ready_event_ = std::make_unique<at::cuda::CUDAEvent>(cudaEventDisableTiming);
-  Watchdog::Hooks hooks;
-  hooks.on_error = [this](const std::string& msg) { record_error(msg, true); };
-  hooks.explain = [this](uint64_t at) { return explain_timeout(at); };
-  if (options_->trace_buffer_size > 0 && size_ > 1 && store_) {
-    std::string tag = options_->group_name + "/" + std::to_string(size_);
-    desync_ = std::make_unique<DesyncReporter>(store_, tag, rank_, size_, *recorder_,
-                                               options_->desync_report_wait);
-    if (options_->call_check_interval.count() > 0) {
-      call_check_ = std::make_unique<CallCheck>(store_, tag, rank_, size_, *recorder_,
-                                                options_->call_check_interval);
-    }
-  }
-  if (options_->nan_check && !options_->nan_check_strict) {
-    nan_watch_ = std::make_shared<NanWatch>();
-  }
-  hooks.tick = [this] {
-    if (nan_watch_) {
-      nan_watch_->watchdog_look();  // to the watchdog's report() (set below)
-    }
-    if (desync_) {
-      desync_->tick();
-    }
-    return call_check_ ? call_check_->tick() : std::string();
-  };
-  hooks.on_done = [this](OpState& op) { hooks_->finished(op); };
-  watchdog_ = std::make_unique<Watchdog>(options_->watchdog_interval, options_->policy(),
-                                         std::move(hooks), options_->heartbeat_timeout, info_,
-                                         options_->unraised_error_grace);
   fast::PushConfig push{options_->push_min_bytes, options_->push_max_bytes,
                         options_->push_ctas};
   if (options_->fast_path_max_bytes > 0 || push.max_bytes > 0) {
@@ -186,12 +158,14 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   }
   device_ = device;
   comm_ = std::move(comm);
-  watchdog_->set_comm(comm_);
-  if (nan_watch_) {
-    nan_watch_->set_handler([this](const std::string& msg) { watchdog_->report(msg); });
-  }
+  GroupFailures::Settings failing{options_->watchdog_interval,     options_->policy(),
+                                  options_->heartbeat_timeout,     options_->unraised_error_grace,
+                                  options_->desync_report_wait,    options_->call_check_interval,
+                                  options_->nan_check && !options_->nan_check_strict};
+  failures_->start(failing, store_, options_->group_name + "/" + std::to_string(size_), rank_,
+                   size_, comm_, [this](OpState& op) { hooks_->finished(op); });
   if (fast_) {
-    watchdog_->follow(fast_->progress(), [this] { return options_->timeout; });
+    failures_->watchdog()->follow(fast_->progress(), [this] { return options_->timeout; });
     // NCCL's abort unmaps the scratch window: our kernels leave it first.
     comm_->before_abort([progress = fast_->progress()] {
       progress->stop_kernels(std::chrono::seconds(2));
@@ -245,33 +219,7 @@ c10::cuda::CUDAStream Backend::stream() {
 }
 
 size_t Backend::pending_works() const {
-  return watchdog_ ? watchdog_->pending() : 0;
-}
-
-std::string Backend::explain_timeout(uint64_t at) {
-  std::string out = "group " + info_->label;
-  if (desync_) {
-    return out + ": " + desync_->explain(at);
-  }
-  for (const auto& op : recorder_->snapshot()) {
-    if (at != 0 ? op.seq == at : !op.done) {
-      return out + ": waits in seq " + std::to_string(op.seq) + " " + op.describe();
-    }
-  }
-  return out;
-}
-
-void Backend::stall_watchdog(std::chrono::milliseconds pause) {
-  NCCL_CORE_CHECK_VALUE(watchdog_ != nullptr, "nccl_core: the group has no watchdog yet");
-  watchdog_->stall_for(pause);
-}
-
-std::vector<std::string> Backend::recorded_ops() const {
-  std::vector<std::string> out;
-  for (const auto& op : recorder_->snapshot()) {
-    out.push_back(op.line());
-  }
-  return out;
+  return failures_->pending();
 }
 
 void Backend::eagerConnectSingleDevice(at::Device device) {
@@ -287,44 +235,15 @@ void Backend::setSequenceNumberForGroup() {
 }
 
 void Backend::check_healthy() const {
-  if (comm_ && !comm_->is_live() && !failed_.load()) {
+  if (comm_ && !comm_->is_live() && !failures_->failed()) {
     C10_THROW_ERROR(DistBackendError,
                     "nccl_core: the communicator has been aborted or destroyed");
   }
-  if (failed_.load()) {
-    block_if_tearing_down();
-    std::string error;
-    {
-      std::lock_guard<std::mutex> lock(error_mutex_);
-      error = error_;
-    }
-    info_->mark_raised();  // policy 2 aborts here, in the raising thread
-    C10_THROW_ERROR(DistBackendError,
-                    "nccl_core: this group failed earlier: " + error);
-  }
-}
-
-void Backend::record_error(const std::string& msg, bool from_watchdog) {
-  std::lock_guard<std::mutex> lock(error_mutex_);
-  if (!failed_.load()) {
-    error_ = msg;
-    timed_out_ = msg.find("timed out") != std::string::npos ||
-                 msg.find("collective operation timeout") != std::string::npos;
-    watchdog_error_ = from_watchdog;
-    failed_.store(true);
-  }
-}
-
-std::string Backend::error_message() const {
-  std::lock_guard<std::mutex> lock(error_mutex_);
-  return failed_.load() ? error_ : std::string();
+  failures_->raise_if_failed();
 }
 
 c10d::ErrorType Backend::getError() {
-  if (!failed_.load()) {
-    return c10d::ErrorType::SUCCESS;
-  }
-  return timed_out_ ? c10d::ErrorType::TIMEOUT : c10d::ErrorType::COMM_ERROR;
+  return failures_->error_type();
 }
 
 void Backend::abort() {
@@ -333,19 +252,12 @@ void Backend::abort() {
   retire_registrations();
   // Pending works must fail, not complete: the aborted kernels exit, and a
   // waiter polling their end events would otherwise see success.
-  if (nan_watch_) {
-    nan_watch_->set_handler(nullptr);  // works may outlive the watchdog
-  }
-  if (watchdog_) {
-    watchdog_->fail_all("nccl_core: process group aborted", Watchdog::Release::kAbortNow);
-  }
+  failures_->fail_pending("nccl_core: process group aborted", Watchdog::Release::kAbortNow);
   if (comm_) {
     comm_->abort();
   }
-  if (watchdog_) {
-    watchdog_->stop();
-  }
-  record_error("process group aborted");
+  failures_->stop_watchdog();
+  failures_->record_error("process group aborted");
 }
 
 void Backend::shutdown() {
@@ -353,24 +265,23 @@ void Backend::shutdown() {
   // destroy_process_group(), so it no longer counts as unraised, and a
   // communicator that failed is aborted rather than finalized (finalize
   // would wait for the kernels that failed).
-  if (failed_.load() && watchdog_) {
-    watchdog_->stop();
+  if (failures_->failed() && failures_->started()) {
+    failures_->stop_watchdog();
     if (comm_ && comm_->is_live()) {
       comm_->abort();
     }
   }
   retire_registrations();
-  if (desync_) {
-    desync_->publish_final();  // peers that time out later learn we left
-  }
+  failures_->publish_final();
   if (fast_ && stream_ && comm_ && comm_->is_live()) {
     // Fast-path and push kernels reach the peers' memory through windows
     // that finalize deregisters: let them finish first, on our stream and on
     // the callers' streams where plain calls ran.  A kernel still waiting after
     // the timeout waits for a rank that is gone; aborting ends it.
     auto deadline = std::chrono::steady_clock::now() + options_->timeout;
+    auto* watchdog = failures_->watchdog();
     while (cudaStreamQuery(stream_->stream()) == cudaErrorNotReady ||
-           (watchdog_ && !watchdog_->drained())) {
+           (watchdog && !watchdog->drained())) {
       if (std::chrono::steady_clock::now() > deadline) {
         comm_->abort();
         break;
@@ -387,30 +298,15 @@ void Backend::shutdown() {
       comm_->abort();
     }
   }
-  if (nan_watch_) {
-    // Every scan ran by now: a NaN found since the last look is the group's
-    // error, raised below.
-    nan_watch_->handle_if_found();
-    nan_watch_->set_handler(nullptr);
-  }
-  if (watchdog_) {
-    watchdog_->stop();
-  }
+  // Every scan ran by now: a NaN found since the last look is the group's
+  // error, raised below.
+  failures_->finish_nan_watch();
+  failures_->stop_watchdog();
   hooks_->stop();  // the hooks of ops that finished have run (bounded)
-  record_error("process group has been shut down");
+  failures_->record_error("process group has been shut down");
   // An error the watchdog found that nothing raised yet reaches the program
   // here, at destroy_process_group(), instead of passing in silence.
-  std::string unreported;
-  {
-    std::lock_guard<std::mutex> lock(error_mutex_);
-    if (watchdog_error_ && !info_->mark_raised()) {
-      unreported = error_;
-    }
-  }
-  if (!unreported.empty()) {
-    C10_THROW_ERROR(DistBackendError, "nccl_core: an error of this group was never raised "
-                                      "before destroy_process_group: " + unreported);
-  }
+  failures_->raise_unraised();
 }
 
 void Backend::destroy_redops() {

@@ -12,7 +12,7 @@
 namespace nccl_core {
 
 using c10d::OpType;
-using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+
 using call::check_same;
 using call::check_single;
 
@@ -42,7 +42,7 @@ void reduce_alone(const c10d::ReduceOp& op, const at::Tensor& in, at::Tensor out
 
 }  // namespace
 
-Backend::Buf Backend::buf(const at::Tensor& t, const char* op) const {
+Buf Backend::buf(const at::Tensor& t, const char* op) const {
   NCCL_CORE_CHECK_VALUE(t.defined(), "nccl_core ", op, ": undefined tensor");
   NCCL_CORE_CHECK_VALUE(t.is_cuda(), "nccl_core ", op,
                     ": tensors must be CUDA tensors, got a ", t.device().str(),

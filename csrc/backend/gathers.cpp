@@ -12,7 +12,7 @@
 namespace nccl_core {
 
 using c10d::OpType;
-using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+
 using call::check_same;
 using call::check_single;
 using call::flat_like;

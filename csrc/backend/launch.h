@@ -40,9 +40,9 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
   hp::Timer prof;
   try {
     std::optional<NanWatch::InCall> in_call;
-    if (nan_watch_) {
-      nan_watch_->handle_if_found();  // a NaN sent earlier is the group's error
-      in_call.emplace(*nan_watch_);
+    if (failures_->nan_watch()) {
+      failures_->nan_watch()->handle_if_found();  // a NaN sent earlier is the group's error
+      in_call.emplace(*failures_->nan_watch());
     }
     check_healthy();
     std::shared_ptr<Communicator> comm = communicator(device);
@@ -93,8 +93,8 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       op.numel_in = numel_in;
       op.numel_out = numel_out;
       op.dtype = dtype;
-      if (ephemeral_.any()) {
-        op.extend_timeout(ephemeral_.extension_for(work->op_state()));
+      if (failures_->ephemeral().any()) {
+        op.extend_timeout(failures_->ephemeral().extension_for(work->op_state()));
       }
       if (estimating_) {
         op.mark_simulated();  // NCCL simulates it; nothing will run
@@ -106,13 +106,13 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       ready_event_->record(current);
       ready_event_->block(stream);
     }
-    if (call.sends && !estimating_ && (nan_watch_ || options_->nan_check_strict)) {
+    if (call.sends && !estimating_ && (failures_->nan_watch() || options_->nan_check_strict)) {
       // On the op's stream, with any copy the check makes.
       c10::cuda::CUDAStreamGuard on_stream(stream);
       const auto& sent = inputs.empty() ? outputs : inputs;
-      if (nan_watch_) {
-        nan_watch_->scan(sent, what, seq, stream.stream());
-        work->nan_watch = nan_watch_;
+      if (failures_->nan_watch()) {
+        failures_->nan_watch()->scan(sent, what, seq, stream.stream());
+        work->nan_watch = failures_->nan_watch();
       } else {
         check_for_nan(sent, what, seq, capturing);
       }
@@ -145,7 +145,7 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       // op finish (or keep it until then).  Timing needs only the events.
       reporter->arm(on_current && !options_->blocking_wait &&
                         call.timeout == c10d::kUnsetTimeout && !profiling &&
-                        !hooks_->active() && !ephemeral_.any(),
+                        !hooks_->active() && !failures_->ephemeral().any(),
                     seq);
     }
     uint64_t ticket = 0;  // of the call, once the fast path has launched it
@@ -172,7 +172,7 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       // A time estimate runs nothing (and may run on some ranks only): it is
       // not a call the others must match (call_check.h).
       if (!estimating_) {
-        recorder_->record(work->op_state(), seq, type, dtype, numel_in, numel_out,
+        failures_->recorder().record(work->op_state(), seq, type, dtype, numel_in, numel_out,
                           reporter != nullptr ? reporter->progress() : kNoProgress, ticket);
       }
       prof.mark(hp::kEnqueue);
@@ -197,7 +197,7 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
     op.close_record();
     prof.mark(hp::kRecord);
     if (!op.captured) {
-      watchdog_->watch(work->op_state(), comm, on_current ? nullptr : work->hold());
+      failures_->watchdog()->watch(work->op_state(), comm, on_current ? nullptr : work->hold());
     }
     prof.mark(hp::kWatch);
     return work;

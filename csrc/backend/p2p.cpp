@@ -10,7 +10,7 @@
 namespace nccl_core {
 
 using c10d::OpType;
-using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+
 
 namespace {
 
@@ -246,7 +246,7 @@ WorkPtr Backend::endCoalescing() {
     work->op().close_record();
     if (!work->op().captured) {
       // A block runs on our stream: its tensors are held like an async call's.
-      watchdog_->watch(work->op_state(), comm_, work->hold());
+      failures_->watchdog()->watch(work->op_state(), comm_, work->hold());
     }
     return work;
   } catch (const c10::Error&) {

@@ -38,13 +38,13 @@ void Backend::unregisterCompletionHook(int64_t hook_id) {
 
 void Backend::waitForPendingWorks() {
   check_healthy();
-  if (!watchdog_) {
+  if (!failures_->started()) {
     return;  // nothing was ever issued
   }
   // Polls like Work::wait on the host; an op that never finishes fails by
   // the watchdog's timeout, which ends the wait with its error.
   auto pause = std::chrono::microseconds(10);
-  while (!watchdog_->drained()) {
+  while (!failures_->watchdog()->drained()) {
     check_healthy();
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(1000));
@@ -82,31 +82,18 @@ float Backend::endTimeEstimate() {
   return sim.estimatedTime < 0 ? 0.0f : sim.estimatedTime;
 }
 
-std::unordered_map<std::string, uint64_t> Backend::memory_stats() {
-  NCCL_CORE_CHECK_STATE(comm_ != nullptr,
-                        "nccl_core: memory_stats: the group has no communicator yet (pass "
-                        "device_id= to init_process_group, or run a collective first)");
-  return {
-      {"gpu_mem_suspend", comm_->mem_stat(newer::MemStat::GpuMemSuspend)},
-      {"gpu_mem_suspended", comm_->mem_stat(newer::MemStat::GpuMemSuspended)},
-      {"gpu_mem_persist", comm_->mem_stat(newer::MemStat::GpuMemPersist)},
-      {"gpu_mem_total", comm_->mem_stat(newer::MemStat::GpuMemTotal)},
-  };
+Communicator& Backend::live_comm(const char* what) const {
+  NCCL_CORE_CHECK_STATE(comm_ != nullptr, "nccl_core: ", what,
+                        ": the group has no communicator yet (pass device_id= to "
+                        "init_process_group, or run a collective first)");
+  return *comm_;
 }
 
-void Backend::suspend_communicator() {
-  NCCL_CORE_CHECK_STATE(comm_ != nullptr, "nccl_core: suspend: the group has no communicator yet");
-  comm_->suspend(newer::kSuspendMem);
+#if NCCL_CORE_TORCH >= 215
+std::unordered_map<std::string, uint64_t> Backend::getMemoryStats() {
+  return live_comm("memory_stats").mem_stats();
 }
-
-void Backend::resume_communicator() {
-  NCCL_CORE_CHECK_STATE(comm_ != nullptr, "nccl_core: resume: the group has no communicator yet");
-  comm_->resume();
-}
-
-uint64_t Backend::comm_split_count() const {
-  return comm_ ? comm_->split_count() : 0;
-}
+#endif
 
 profiling::GroupDescription Backend::describe() const {
   profiling::GroupDescription d;

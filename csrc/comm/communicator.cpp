@@ -212,6 +212,15 @@ uint64_t Communicator::mem_stat(newer::MemStat stat) const {
   return value;
 }
 
+std::unordered_map<std::string, uint64_t> Communicator::mem_stats() const {
+  return {
+      {"gpu_mem_suspend", mem_stat(newer::MemStat::GpuMemSuspend)},
+      {"gpu_mem_suspended", mem_stat(newer::MemStat::GpuMemSuspended)},
+      {"gpu_mem_persist", mem_stat(newer::MemStat::GpuMemPersist)},
+      {"gpu_mem_total", mem_stat(newer::MemStat::GpuMemTotal)},
+  };
+}
+
 void Communicator::suspend(int flags) {
   auto fn = api::require<newer::CommSuspendFn>("ncclCommSuspend", "suspend",
                                                newer::kSuspendVersion);

@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "comm/host_call.h"
@@ -144,6 +145,8 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   std::string last_error() const;
   // ncclCommMemStats (NCCL >= 2.29.7).
   uint64_t mem_stat(newer::MemStat stat) const;
+  // Every statistic by torch's getMemoryStats names (gpu_mem_suspend, ...).
+  std::unordered_map<std::string, uint64_t> mem_stats() const;
   // ncclCommSuspend / ncclCommResume (NCCL >= 2.29.7): `flags`
   // (NCCL_SUSPEND_MEM) releases the communicator's suspendable device
   // memory until resume(); the group's collectives wait for resume().

@@ -2,8 +2,10 @@
 // watchdog (this file), the error policy (TORCH_NCCL_ASYNC_ERROR_HANDLING),
 // the heartbeat monitor, the flight recorder and the reports built from it
 // (desync.h, call_check.h: the cross-rank "same collective?" check),
-// ephemeral timeouts and the NaN watch.  It reads OpState (csrc/op), never a
-// Work, and includes nothing of tooling/, registration/ or backend/.
+// ephemeral timeouts and the NaN watch.  The backend reaches all of it
+// through one class, GroupFailures (group_failures.h).  It reads OpState
+// (csrc/op), never a Work, and includes nothing of tooling/, registration/ or
+// backend/.
 //
 // Watchdog: one thread per backend that retires finished ops (releasing an
 // async call's tensors if its wait() has not), and turns timeouts and NCCL async errors into a

@@ -124,6 +124,25 @@ __device__ bool exchange(const PushShared& s, int phase, unsigned long long call
   return stop == 0;
 }
 
+// Packs [lo, hi) from load(i) to store(i, v), kUnroll loads in flight per
+// thread before their stores.
+template <class Load, class Store>
+__device__ __forceinline__ void copy_packs(size_t lo, size_t hi, Load load, Store store) {
+  for (size_t base = lo + threadIdx.x; base < hi; base += kStep) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      size_t i = base + u * kThreads;
+      if (i < hi) v[u] = load(i);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      size_t i = base + u * kThreads;
+      if (i < hi) store(i, v[u]);
+    }
+  }
+}
+
 // Phase 1: slice of chunk q of this rank's tensor into q's input slot for us.
 __device__ void stage(const PushShared& s, const Cut& c) {
   for (int step = 1; step < s.nranks; ++step) {
@@ -132,19 +151,8 @@ __device__ void stage(const PushShared& s, const Cut& c) {
     c.slice(q, lo, hi);
     const size_t first = q * c.chunk;
     uint4* dst = slot(s, c, q, s.rank);
-    for (size_t base = lo + threadIdx.x; base < hi; base += kStep) {
-      uint4 v[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        size_t i = base + u * kThreads;
-        if (i < hi) v[u] = load_mine(s, first + i);
-      }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        size_t i = base + u * kThreads;
-        if (i < hi) dst[i] = v[u];
-      }
-    }
+    copy_packs(lo, hi, [&](size_t i) { return load_mine(s, first + i); },
+               [&](size_t i, const uint4& v) { dst[i] = v; });
   }
 }
 
@@ -213,19 +221,8 @@ __device__ void copy_out(const PushShared& s, const Cut& c) {
     c.slice(p, lo, hi);
     const size_t first = p * c.chunk;
     const uint4* src = result_slot(s, c, s.rank, p);
-    for (size_t base = lo + threadIdx.x; base < hi; base += kStep) {
-      uint4 v[kUnroll];
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        size_t i = base + u * kThreads;
-        if (i < hi) v[u] = __ldcg(src + i);
-      }
-#pragma unroll
-      for (int u = 0; u < kUnroll; ++u) {
-        size_t i = base + u * kThreads;
-        if (i < hi) store_mine(s, first + i, v[u]);
-      }
-    }
+    copy_packs(lo, hi, [&](size_t i) { return __ldcg(src + i); },
+               [&](size_t i, const uint4& v) { store_mine(s, first + i, v); });
   }
 }
 

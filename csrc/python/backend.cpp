@@ -10,6 +10,9 @@
 #include <tuple>
 
 #include "backend/backend.h"
+#include "failures/call_check.h"
+#include "failures/desync.h"
+#include "failures/group_failures.h"
 #include "tooling/comm_listener.h"
 #include "comm/communicator.h"
 #include "python/bind.h"
@@ -200,18 +203,22 @@ void bind_backend(py::module_& m) {
       .def("_pending_works", &Backend::pending_works)
       .def("_fast_path_calls", &Backend::fast_path_calls)
       .def("_push_calls", &Backend::push_calls)
-      .def("_recorded_ops", &Backend::recorded_ops,
+      .def("_recorded_ops", [](Backend& b) { return b.failures().recorded_ops(); },
            "The flight recorder's entries, oldest first: 'seq N OP DTYPE IN>OUT done|pending'.")
-      .def("_error_message", &Backend::error_message,
+      .def("_error_message", [](Backend& b) { return b.failures().error_message(); },
            "The error this group failed with (a timeout, an NCCL error, a desync, a NaN "
            "found by the NaN check), '' while it has not; the watchdog may have found it "
            "before any call raised it.")
-      .def("_stall_watchdog", &Backend::stall_watchdog, py::arg("pause"),
+      .def("_stall_watchdog",
+           [](Backend& b, std::chrono::milliseconds pause) { b.failures().stall_watchdog(pause); },
+           py::arg("pause"),
            "Tests: the watchdog sleeps `pause` before its next sweep (a stuck watchdog).")
-      .def("_add_ephemeral_timeout", &Backend::add_ephemeral_timeout, py::arg("timeout"),
+      .def("_add_ephemeral_timeout",
+           [](Backend& b, std::chrono::milliseconds t) { b.failures().ephemeral().add(t); },
+           py::arg("timeout"),
            "Adds `timeout` to the timeout of ops issued from now until the first of them "
            "completes (as backend nccl's).")
-      .def("_ephemeral_timeout", &Backend::ephemeral_timeout,
+      .def("_ephemeral_timeout", [](Backend& b) { return b.failures().ephemeral().current(); },
            "The ephemeral extension in force now (tests).")
       .def("_set_default_timeout", &Backend::setTimeout, py::arg("timeout"),
            "The timeout of later ops that name none.")
@@ -221,14 +228,18 @@ void bind_backend(py::module_& m) {
       .def("_end_time_estimate", &Backend::endTimeEstimate,
            py::call_guard<py::gil_scoped_release>(),
            "NCCL's estimate of the simulated ops, in microseconds.")
-      .def("comm_split_count", &Backend::comm_split_count,
+      .def("comm_split_count",
+           [](Backend& b) { return b.has_communicator() ? b.communicator()->split_count() : 0; },
            "ncclCommSplit calls made on the group's communicator.")
-      .def("memory_stats", &Backend::memory_stats,
+      .def("memory_stats", [](Backend& b) { return b.live_comm("memory_stats").mem_stats(); },
            "NCCL's memory statistics of the communicator (ncclCommMemStats, NCCL >= 2.29.7).")
-      .def("suspend", &Backend::suspend_communicator, py::call_guard<py::gil_scoped_release>(),
+      .def("suspend",
+           [](Backend& b) { b.live_comm("suspend").suspend(nccl_core::newer::kSuspendMem); },
+           py::call_guard<py::gil_scoped_release>(),
            "Releases the communicator's suspendable device memory until resume() "
            "(ncclCommSuspend, NCCL >= 2.29.7).")
-      .def("resume", &Backend::resume_communicator, py::call_guard<py::gil_scoped_release>(),
+      .def("resume", [](Backend& b) { b.live_comm("resume").resume(); },
+           py::call_guard<py::gil_scoped_release>(),
            "Restores what suspend() released (ncclCommResume, NCCL >= 2.29.7).")
       .def("_is_initialized", &Backend::has_communicator,
            "Whether the group's communicator exists.")

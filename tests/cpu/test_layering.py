@@ -65,3 +65,32 @@ def test_the_check_sees_a_back_include(tmp_path, monkeypatch):
     monkeypatch.setattr(sys.modules[__name__], "CSRC", str(fake))
     found = [(src, dst) for src, _, dst in _includes() if dst != src and FLOORS[dst] >= FLOORS[src]]
     assert found == [("util", "nccl")]
+
+
+def _declaration_lines(header: str, cls: str) -> int:
+    """Lines of `class cls ... };` in `header`, both ends included."""
+    lines = open(header).read().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith(f"class {cls} "))
+    end = next(i for i in range(start, len(lines)) if lines[i] == "};")
+    return end - start + 1
+
+
+def test_sizes_stay_readable():
+    """Issue 42's limits: every C++ file under 500 lines, no folder above 22
+    files, the Backend declaration (lifecycle and dispatch) at most 150 lines."""
+    long_files, crowded = [], []
+    for folder in sorted(os.listdir(CSRC)):
+        path = os.path.join(CSRC, folder)
+        if not os.path.isdir(path):
+            continue
+        names = [n for n in os.listdir(path) if os.path.isfile(os.path.join(path, n))]
+        if len(names) > 22:
+            crowded.append(f"csrc/{folder}: {len(names)} files")
+        for name in names:
+            with open(os.path.join(path, name), errors="replace") as f:
+                n = sum(1 for _ in f)
+            if n >= 500:
+                long_files.append(f"csrc/{folder}/{name}: {n} lines")
+    assert not long_files and not crowded, long_files + crowded
+    lines = _declaration_lines(os.path.join(CSRC, "backend", "backend.h"), "Backend")
+    assert lines <= 150, f"the Backend declaration is {lines} lines"
