@@ -87,10 +87,12 @@ class ProcessGroupNcclCore(Backend):
     def perform_nocolor_split(self, device: torch.device) -> None: ...
     def register_mem_pool(self, pool: torch.cuda.MemPool, symm: bool = False) -> None:
         """Every segment of `pool` registered with the group's communicator, now and as
-        the pool grows (symm=True: symmetric windows, collective; the pool must use
-        `mem_allocator`).  DistBackendError without a communicator; ValueError for a
-        pool on another device, one already registered, or symm=True on memory that
-        is not NCCL memory."""
+        the pool grows, as buffers.  symm=True (the pool must use `mem_allocator`): the
+        segments held now become symmetric windows, collectively, after a check that
+        every rank holds as many; later ones are buffers.  DistBackendError without a
+        communicator; ValueError for a pool on another device, one already registered,
+        symm=True on memory that is not NCCL memory, or ranks holding different
+        numbers of segments."""
     def deregister_mem_pool(self, pool: torch.cuda.MemPool) -> None:
         """ValueError for a pool that is not registered with this group."""
     def _registered_segments(self, pool: torch.cuda.MemPool | None = None) -> dict[str, int]: ...

@@ -179,10 +179,11 @@ void bind_backend(py::module_& m) {
       .def("register_mem_pool", &Backend::register_mem_pool, py::arg("pool"),
            py::arg("symm") = false, py::call_guard<py::gil_scoped_release>(),
            "Registers every segment of `pool` (a torch.cuda.MemPool on the group's device) "
-           "with the group's communicator, now and as the pool grows: ncclCommRegister "
-           "buffers, or with symm=True NCCL_WIN_COLL_SYMMETRIC windows (collective; the "
-           "pool must use this backend's mem_allocator).  Needs the communicator "
-           "(device_id= in init_process_group, or a first collective).")
+           "with the group's communicator, now and as the pool grows, as ncclCommRegister "
+           "buffers.  With symm=True (the pool must use this backend's mem_allocator) the "
+           "segments held now become NCCL_WIN_COLL_SYMMETRIC windows, collectively, after "
+           "a check that every rank holds as many; later ones are buffers.  Needs the "
+           "communicator (device_id= in init_process_group, or a first collective).")
       .def("deregister_mem_pool", &Backend::deregister_mem_pool, py::arg("pool"),
            py::call_guard<py::gil_scoped_release>(),
            "Deregisters the segments of a MemPool registered with register_mem_pool.")
