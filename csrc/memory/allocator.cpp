@@ -20,7 +20,7 @@ namespace {
 struct Entry {
   size_t size;
   int device;
-  bool pinned = false;
+  int pins = 0;  // windows that map it (pinned_storage): freed once none does
   bool released = false;
 };
 
@@ -163,7 +163,7 @@ void release(void* ptr, int device) noexcept {
     std::lock_guard<std::mutex> lock(table_mutex());
     auto it = table().find(ptr);
     if (it != table().end()) {
-      if (it->second.pinned) {
+      if (it->second.pins > 0) {
         it->second.released = true;  // freed by unpin
         return;
       }
@@ -189,19 +189,10 @@ std::optional<Allocation> find(const void* ptr) {
   return Allocation{it->first, it->second.size, it->second.device};
 }
 
-void pin(void* base) {
-  std::lock_guard<std::mutex> lock(table_mutex());
-  auto it = table().find(base);
-  NCCL_CORE_REQUIRE(it != table().end(), "pin: not an allocation of nccl_core_backend");
-  it->second.pinned = true;
-}
+namespace {
 
-bool released(void* base) {
-  std::lock_guard<std::mutex> lock(table_mutex());
-  auto it = table().find(base);
-  return it == table().end() || it->second.released;
-}
-
+// Ends a pin (pinned_storage's deleter); frees the allocation if its owner
+// released it meanwhile.
 void unpin(void* base) {
   int device = -1;
   {
@@ -210,8 +201,7 @@ void unpin(void* base) {
     if (it == table().end()) {
       return;
     }
-    it->second.pinned = false;
-    if (!it->second.released) {
+    if (--it->second.pins > 0 || !it->second.released) {
       return;
     }
     device = it->second.device;
@@ -221,15 +211,23 @@ void unpin(void* base) {
   free_now(base, device);
 }
 
+}  // namespace
+
 c10::Storage pinned_storage(void* base) {
-  auto alloc = find(base);
-  NCCL_CORE_REQUIRE(alloc && alloc->base == base,
-                    "pinned_storage: not the start of an allocation of nccl_core_backend");
-  pin(base);
+  size_t size = 0;
+  int device = -1;
+  {
+    std::lock_guard<std::mutex> lock(table_mutex());
+    auto it = table().find(base);
+    NCCL_CORE_REQUIRE(it != table().end() && !it->second.released,
+                      "pinned_storage: not the start of a live allocation of nccl_core_backend");
+    ++it->second.pins;
+    size = it->second.size;
+    device = it->second.device;
+  }
   c10::DataPtr data(base, base, [](void* ctx) { unpin(ctx); },
-                    c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(alloc->device)));
-  return c10::Storage(c10::Storage::use_byte_size_t(), alloc->size, std::move(data), nullptr,
-                      false);
+                    c10::Device(c10::DeviceType::CUDA, static_cast<c10::DeviceIndex>(device)));
+  return c10::Storage(c10::Storage::use_byte_size_t(), size, std::move(data), nullptr, false);
 }
 
 size_t live_bytes() {

@@ -44,18 +44,11 @@ struct Allocation {
 };
 std::optional<Allocation> find(const void* ptr);
 
-// A pinned allocation outlives its owner: `release` only marks it released,
-// and `unpin` frees it then.  For memory that a collective resource (a
-// window) maps on every rank, whose release must wait for all of them.
-void pin(void* base);
-// Whether the owner of a pinned allocation has released it.
-bool released(void* base);
-// Ends the pin; frees the allocation if its owner released it meanwhile.
-void unpin(void* base);
 // Pins the allocation at `base` and returns a storage over it whose end
-// unpins it: what a window keeps, so that the memory it maps stays until the
-// window is gone (deregistered, or its communicator ended), whenever the
-// allocation's owner lets it go.
+// unpins it.  A pinned allocation outlives its owner: `release` only marks
+// it released, and the storage's end frees it then.  What a window over the
+// memory keeps, so that the memory every rank maps stays until the window is
+// gone (deregistered, or its communicator ended), whenever the owner lets go.
 c10::Storage pinned_storage(void* base);
 
 // ncclMemAlloc/ncclMemFree as a torch CUDAAllocator (one per process).

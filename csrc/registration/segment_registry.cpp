@@ -153,6 +153,16 @@ std::vector<Registry::Seen> Registry::snapshot(int device, std::optional<PoolId>
   }
 }
 
+bool Registry::still_held(const std::vector<Seen>& seen, const std::vector<Seen>& now) {
+  for (const auto& s : seen) {
+    auto same = [&](const Seen& n) { return n.addr == s.addr && n.size == s.size; };
+    if (std::none_of(now.begin(), now.end(), same)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 void Registry::register_segment(Member& m, const std::shared_ptr<Communicator>& comm,
                                 const Seen& s, bool window) {
   auto it = m.segments.find(s.addr);
@@ -273,6 +283,7 @@ void Registry::add_pool(const std::shared_ptr<Communicator>& comm, PoolId pool, 
   }
   added.pools.push_back(Pool{pool, symm});
   auto seen = snapshot(device, pool, lock);
+  const uint64_t frees = frees_[device];
   Member* m = find(comm.get());
   NCCL_CORE_REQUIRE(m != nullptr, "the communicator was released while registering MemPool ",
                     pool_name(pool));
@@ -290,7 +301,16 @@ void Registry::add_pool(const std::shared_ptr<Communicator>& comm, PoolId pool, 
       throw;
     }
     lock.lock();
-    m = find(comm.get());
+    // mutex_ was let go for the exchange (it may allocate): a segment of the
+    // pool freed meanwhile, by another thread of this rank, must not become
+    // a window.
+    if (frees_[device] != frees && !still_held(seen, snapshot(device, pool, lock))) {
+      drop_pool(comm.get(), pool);
+      NCCL_CORE_REQUIRE(false, "register_mem_pool(symm=True): a segment of MemPool ",
+                        pool_name(pool), " was freed while it was being registered; register "
+                        "it while no other thread frees its memory (its peers time out)");
+    }
+    m = find(comm.get());  // after every unlock above: members_ may have moved
     NCCL_CORE_REQUIRE(m != nullptr, "the communicator was released while registering MemPool ",
                       pool_name(pool));
     for (size_t r = 0; r < counts.size(); ++r) {

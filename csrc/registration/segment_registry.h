@@ -137,6 +137,8 @@ class Registry {
   static void release(Segment& s);
   // Whether `m` wants segments of `pool`, and as a window.
   static bool wants(const Member& m, PoolId pool, bool& window);
+  // Whether every segment of `seen` is still in the snapshot `now`.
+  static bool still_held(const std::vector<Seen>& seen, const std::vector<Seen>& now);
   // `comm` no longer follows `pool` (a registration rolled back).
   void drop_pool(const Communicator* comm, PoolId pool);
 
