@@ -63,8 +63,13 @@ struct GroupOptions : c10d::Backend::Options {
   // the peers' staging windows (fast/push.h); 0 = off.  Staging costs
   // 2 (nranks - 1) / nranks of the largest such call (in powers of two from
   // 1 MiB, at most push_max_bytes), allocated at the first one.
+  // Off by default (issue 47): with several jobs sharing the GPUs, DDP with
+  // the optimizer applied in backward trained on wrong gradients (a whole
+  // chunk or block slice of a pushed bucket) while the host ran ahead of the
+  // push kernel; tests/gpu/ddp_optim_in_backward.py reproduces it.  Opt in
+  // with push_max_bytes (or NCCL_CORE_PUSH_MAX_BYTES) once that is fixed.
   size_t push_min_bytes = 256 * 1024;
-  size_t push_max_bytes = 64 * 1024 * 1024;
+  size_t push_max_bytes = 0;
   // Blocks (SMs) a push all_reduce runs on, at most (1..128).
   int push_ctas = 32;
   // TORCH_NCCL_ENABLE_TIMING: ops are timed for work._get_duration() and the

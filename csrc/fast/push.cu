@@ -250,6 +250,10 @@ __global__ void __launch_bounds__(kThreads)
   // The last block to leave reports the ticket: from then on the kernel
   // touches neither the windows nor the tensor.  (A block stopped after
   // phase 2 leaves the peers' result slots for a call no one completes.)
+  // Every thread of this block is past copy_out first: a call that follows
+  // on another stream waits for the ticket alone, and its peers overwrite
+  // our result slots as soon as it starts.
+  __syncthreads();
   if (threadIdx.x == 0) {
     if (completed) {
       s.calls[blockIdx.x] = call;

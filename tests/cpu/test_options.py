@@ -340,12 +340,13 @@ def test_push_all_reduce_defaults_and_environment():
     from nccl_core_backend.options import make_options
 
     opts = make_options(None, env={})
-    assert (opts.push_min_bytes, opts.push_max_bytes, opts.push_ctas) == (256 << 10, 64 << 20, 32)
-    env = {"NCCL_CORE_PUSH_MIN_BYTES": "1048576", "NCCL_CORE_PUSH_MAX_BYTES": "0",
+    assert (opts.push_min_bytes, opts.push_max_bytes, opts.push_ctas) == (256 << 10, 0, 32)
+    env = {"NCCL_CORE_PUSH_MIN_BYTES": "1048576", "NCCL_CORE_PUSH_MAX_BYTES": str(64 << 20),
            "NCCL_CORE_PUSH_CTAS": "64"}
-    assert env_settings(env) == {"push_min_bytes": 1 << 20, "push_max_bytes": 0, "push_ctas": 64}
+    assert env_settings(env) == {"push_min_bytes": 1 << 20, "push_max_bytes": 64 << 20,
+                                 "push_ctas": 64}
     opts = make_options(None, env=env)
-    assert (opts.push_min_bytes, opts.push_max_bytes, opts.push_ctas) == (1 << 20, 0, 64)
+    assert (opts.push_min_bytes, opts.push_max_bytes, opts.push_ctas) == (1 << 20, 64 << 20, 64)
     with pytest.raises(ValueError, match="NCCL_CORE_PUSH_MAX_BYTES"):
         env_settings({"NCCL_CORE_PUSH_MAX_BYTES": "-1"})
     with pytest.raises(ValueError, match="NCCL_CORE_PUSH_CTAS"):
