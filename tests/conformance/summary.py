@@ -5,7 +5,9 @@
 Reads the two JUnit files pytest wrote, prints passed / failed / skipped for
 each, the tests that fail on nccl_core but pass on nccl (with the reason when
 ``expected.py`` lists them) and expected failures that now pass.  Exits 1 when
-a test that passes on nccl fails on nccl_core without a listed reason.
+a test that passes on nccl fails on nccl_core without a listed reason, is
+skipped only on nccl_core, or is missing from nccl_core's results (a crashed
+worker writes no result: a missing test must not pass unseen).
 """
 
 from __future__ import annotations
@@ -49,6 +51,8 @@ def main(argv: list[str]) -> int:
     for name, state in sorted(ours.items()):
         if state == "failed" and ref.get(name) == "passed":
             (explained if name in EXPECTED_FAILURES else regressions).append(name)
+    skipped_only = [n for n, s in sorted(ours.items()) if s == "skipped" and ref.get(n) == "passed"]
+    missing = [n for n, s in sorted(ref.items()) if s == "passed" and n not in ours]
     stale = [n for n in EXPECTED_FAILURES if ours.get(n) == "passed"]
     print(f"\nfail on nccl_core, pass on nccl: {len(explained) + len(regressions)}")
     for name in explained:
@@ -57,10 +61,14 @@ def main(argv: list[str]) -> int:
         print(f"  REGRESSION  {name}")
     for name in stale:
         print(f"  stale expectation (now passes): {name}")
+    for name in skipped_only:
+        print(f"  SKIPPED ONLY ON nccl_core  {name}")
+    for name in missing:
+        print(f"  MISSING FROM nccl_core's RESULTS  {name}")
     only_ref_fails = [n for n, s in sorted(ref.items()) if s == "failed" and ours.get(n) == "passed"]
     if only_ref_fails:
         print(f"pass on nccl_core, fail on nccl: {', '.join(only_ref_fails)}")
-    return 1 if regressions else 0
+    return 1 if regressions or skipped_only or missing else 0
 
 
 if __name__ == "__main__":
