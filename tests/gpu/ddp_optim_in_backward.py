@@ -28,12 +28,17 @@ import itertools
 import os
 import sys
 
-import torch
-import torch.distributed as dist
-import torch.nn as nn
-from torch.distributed.optim import _apply_optimizer_in_backward
+# NVLink multicast stays off on shared GPU machines, whoever starts this.
+os.environ.setdefault("NCCL_NVLS_ENABLE", "0")
+os.environ.setdefault("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1")
+os.environ.setdefault("NVSHMEM_DISABLE_NVLS", "1")
 
-import nccl_core_backend  # noqa: F401  (registers the backend)
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn as nn  # noqa: E402
+from torch.distributed.optim import _apply_optimizer_in_backward  # noqa: E402
+
+import nccl_core_backend  # noqa: E402,F401  (registers the backend)
 
 
 def models(rank: int) -> list[nn.Module]:
