@@ -173,9 +173,12 @@ bool Engine::push_ready(Communicator& comm, size_t bytes, cudaStream_t stream) {
     }
     s.staging[r] = static_cast<char*>(*p);
   }
+  // From the smallest window, which every rank knows alike (push.h).
+  s.slot_bytes = push_slot_bytes(push_window_->min_size(), comm.nranks());
   s.calls = reinterpret_cast<unsigned long long*>(push_counters_.data_ptr<int64_t>());
   s.done = progress_->device_word();
   s.stop = progress_->stop_word(comm.device(), stream);
+  s.fault = progress_->fault_words();
   s.abort = comm.abort_flag();
   s.nranks = comm.nranks();
   s.rank = comm.rank();
@@ -269,7 +272,7 @@ bool Engine::all_reduce_pushed(Communicator& comm, void* data, size_t count,
   push_calls_.fetch_add(1, std::memory_order_relaxed);
   push_shared_.data = static_cast<char*>(data);
   push_shared_.data_align = push_alignment(data);
-  launch_push(push_shared_, count, type, op, push_.ctas, ticket_, stream);
+  launch_push(push_shared_, count, type, op, push_.ctas, tag(6, type, op, count, 0), stream);
   return settle(true);
 }
 

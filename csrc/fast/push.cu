@@ -47,16 +47,18 @@ __device__ __forceinline__ unsigned long long* flag(const PushShared& s, int at,
   return f + (static_cast<size_t>(phase) * kMaxRanks + source) * kPushMaxBlocks + blockIdx.x;
 }
 
-// Rank `at`'s input slot for what `source` sends it.
-__device__ __forceinline__ uint4* slot(const PushShared& s, const Cut& c, int at, int source) {
+// Rank `at`'s input slot for what `source` sends it (first half).
+__device__ __forceinline__ uint4* slot(const PushShared& s, int at, int source) {
   int k = (source - at - 1 + s.nranks) % s.nranks;
-  return reinterpret_cast<uint4*>(s.staging[at] + kPushFlagBytes) + k * c.chunk;
+  return reinterpret_cast<uint4*>(s.staging[at] + kPushFlagBytes + k * s.slot_bytes);
 }
 
-// Rank `at`'s result slot for chunk `source`, reduced by `source`.
-__device__ __forceinline__ uint4* result_slot(const PushShared& s, const Cut& c, int at,
-                                              int source) {
-  return slot(s, c, at, source) + static_cast<size_t>(s.nranks - 1) * c.chunk;
+// Rank `at`'s result slot for chunk `source`, reduced by `source` (second
+// half: never where any call's input lands).
+__device__ __forceinline__ uint4* result_slot(const PushShared& s, int at, int source) {
+  int k = (source - at - 1 + s.nranks) % s.nranks;
+  return reinterpret_cast<uint4*>(s.staging[at] + kPushFlagBytes +
+                                  (s.nranks - 1 + k) * s.slot_bytes);
 }
 
 // Pack i of this rank's tensor, read or written with the widest access its
@@ -101,27 +103,50 @@ __device__ __forceinline__ void store_mine(const PushShared& s, size_t i, const 
   }
 }
 
+// What one block knows of its call (shared memory).
+struct BlockCall {
+  unsigned long long call;  // this block's count for the call
+  unsigned long long flag;  // (call << kSigBits) | signature: what peers must show
+  unsigned long long seq;   // the call's sequence number, for the fault record
+  int stop;                 // an abort: leave
+  int mismatch;             // a peer made another call: move no data
+};
+
+__device__ void record_mismatch(const PushShared& s, BlockCall& b, int peer,
+                                unsigned long long peer_sig) {
+  *(volatile int*)&b.mismatch = 1;
+  if (atomicCAS(&s.fault[0], 0ull, pack_fault(peer, peer_sig, b.flag & kSigMask)) == 0ull) {
+    s.fault[1] = b.seq;
+  }
+}
+
 // This block's stores of the phase are issued (release) on every peer's flag;
 // then it waits until every peer's namesake block has done the same here.
-// False when the communicator is aborted meanwhile.
-__device__ bool exchange(const PushShared& s, int phase, unsigned long long call, int& stop) {
+// False when the communicator is aborted meanwhile.  A peer's flag must read
+// exactly this call's: a peer can be neither behind (we wait) nor ahead (it
+// cannot pass this phase before our flag) on a matched sequence of calls.
+__device__ bool exchange(const PushShared& s, int phase, BlockCall& b) {
   __syncthreads();
   const int peer = threadIdx.x;
   if (peer < s.nranks && peer != s.rank) {
     __threadfence_system();
-    SystemWord(*flag(s, peer, phase, s.rank)).store(call, cuda::memory_order_release);
+    SystemWord(*flag(s, peer, phase, s.rank)).store(b.flag, cuda::memory_order_release);
     SystemWord f(*flag(s, s.rank, phase, peer));
     unsigned spins = 0;
-    while (f.load(cuda::memory_order_acquire) < call) {
-      if (++spins % kAbortEvery == 0 && (*s.abort != 0 || *(volatile int*)&stop != 0)) {
-        stop = 1;
+    unsigned long long v;
+    while (((v = f.load(cuda::memory_order_acquire)) >> kSigBits) < b.call) {
+      if (++spins % kAbortEvery == 0 && (*s.abort != 0 || *(volatile int*)&b.stop != 0)) {
+        b.stop = 1;
         break;
       }
       __nanosleep(64);
     }
+    if (*(volatile int*)&b.stop == 0 && v != b.flag) {
+      record_mismatch(s, b, peer, v & kSigMask);
+    }
   }
   __syncthreads();
-  return stop == 0;
+  return b.stop == 0;
 }
 
 // Packs [lo, hi) from load(i) to store(i, v), kUnroll loads in flight per
@@ -150,7 +175,7 @@ __device__ void stage(const PushShared& s, const Cut& c) {
     size_t lo, hi;
     c.slice(q, lo, hi);
     const size_t first = q * c.chunk;
-    uint4* dst = slot(s, c, q, s.rank);
+    uint4* dst = slot(s, q, s.rank);
     copy_packs(lo, hi, [&](size_t i) { return load_mine(s, first + i); },
                [&](size_t i, const uint4& v) { dst[i] = v; });
   }
@@ -177,7 +202,7 @@ __device__ void reduce_and_spread(const PushShared& s, const Cut& c,
       for (int k = 0; k < V; ++k) acc[u][k] = to_acc(pk[u].v[k]);
     }
     for (int step = 1; step < s.nranks; ++step) {
-      const uint4* staged = slot(s, c, s.rank, (s.rank + step) % s.nranks);
+      const uint4* staged = slot(s, s.rank, (s.rank + step) % s.nranks);
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         size_t i = base + u * kThreads;
@@ -197,7 +222,7 @@ __device__ void reduce_and_spread(const PushShared& s, const Cut& c,
       }
     }
     for (int step = 1; step < s.nranks; ++step) {
-      uint4* dst = result_slot(s, c, (s.rank + step) % s.nranks, s.rank);
+      uint4* dst = result_slot(s, (s.rank + step) % s.nranks, s.rank);
 #pragma unroll
       for (int u = 0; u < kUnroll; ++u) {
         size_t i = base + u * kThreads;
@@ -220,29 +245,50 @@ __device__ void copy_out(const PushShared& s, const Cut& c) {
     size_t lo, hi;
     c.slice(p, lo, hi);
     const size_t first = p * c.chunk;
-    const uint4* src = result_slot(s, c, s.rank, p);
+    const uint4* src = result_slot(s, s.rank, p);
     copy_packs(lo, hi, [&](size_t i) { return __ldcg(src + i); },
                [&](size_t i, const uint4& v) { store_mine(s, first + i, v); });
   }
 }
 
+// Staging bytes a call of cut `c` needs on every rank (push_staging_bytes).
+__host__ __device__ size_t staging_need(size_t chunk, int nranks) {
+  return kPushFlagBytes + 2 * static_cast<size_t>(nranks - 1) * chunk * 16;
+}
+
 template <class T, int Op>
 __global__ void __launch_bounds__(kThreads)
-    push_kernel(PushShared s, Cut c, typename Acc<T>::type scale, unsigned long long ticket) {
-  __shared__ unsigned long long call;
-  __shared__ int stop;
+    push_kernel(PushShared s, Cut c, typename Acc<T>::type scale, CallTag tag) {
+  __shared__ BlockCall b;
   if (threadIdx.x == 0) {
-    call = s.calls[blockIdx.x] + 1;
-    stop = *s.stop != 0;  // an abort is under way: leave before touching any window
+    b.call = s.calls[blockIdx.x] + 1;
+    b.flag = (b.call << kSigBits) | (tag.sig & kSigMask);
+    b.seq = tag.seq;
+    b.stop = *s.stop != 0;  // an abort is under way: leave before touching any window
+    b.mismatch = 0;
+  }
+  __syncthreads();
+  // A chunk larger than the slots: some rank's window never grew for this
+  // call, so not every rank made it.  Store nothing anywhere.
+  if (threadIdx.x == 0 && c.chunk * 16 > s.slot_bytes && s.nranks > 1) {
+    record_mismatch(s, b, s.rank, 0);
   }
   __syncthreads();
   bool completed = false;
-  if (stop == 0) {
-    stage(s, c);
-    if (exchange(s, 0, call, stop)) {
-      reduce_and_spread<T, Op>(s, c, scale);
-      if (exchange(s, 1, call, stop)) {
-        copy_out(s, c);
+  if (b.stop == 0) {
+    if (b.mismatch == 0) {
+      stage(s, c);
+    }
+    // Flags are crossed whatever a block found, so that no peer waits in
+    // vain; data moves only while every peer showed this very call.
+    if (exchange(s, 0, b)) {
+      if (b.mismatch == 0) {
+        reduce_and_spread<T, Op>(s, c, scale);
+      }
+      if (exchange(s, 1, b)) {
+        if (b.mismatch == 0) {
+          copy_out(s, c);
+        }
         completed = true;
       }
     }
@@ -256,15 +302,15 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   if (threadIdx.x == 0) {
     if (completed) {
-      s.calls[blockIdx.x] = call;
+      s.calls[blockIdx.x] = b.call;
     }
     unsigned long long* left = s.calls + kPushMaxBlocks;
     __threadfence();
     if (atomicAdd(left, 1ull) == gridDim.x - 1) {
       *left = 0;  // the next call starts after this kernel: no race
-      if (ticket != 0) {
+      if (tag.ticket != 0) {
         __threadfence_system();
-        SystemWord(*s.done).store(ticket, cuda::memory_order_release);
+        SystemWord(*s.done).store(tag.ticket, cuda::memory_order_release);
       }
     }
   }
@@ -278,8 +324,15 @@ Cut cut_of(size_t bytes, int nranks) {
 }  // namespace
 
 size_t push_staging_bytes(size_t bytes, int nranks) {
-  // Input and result slots: 2 (nranks - 1) chunks.
-  return kPushFlagBytes + 2 * static_cast<size_t>(nranks - 1) * cut_of(bytes, nranks).chunk * 16;
+  // Flags, then input and result slots: 2 (nranks - 1) chunks.
+  return staging_need(cut_of(bytes, nranks).chunk, nranks);
+}
+
+size_t push_slot_bytes(size_t min_window, int nranks) {
+  if (nranks < 2 || min_window <= kPushFlagBytes) {
+    return 0;
+  }
+  return (min_window - kPushFlagBytes) / (2 * static_cast<size_t>(nranks - 1)) / 16 * 16;
 }
 
 bool push_covers(size_t bytes, ncclDataType_t type, int op) {
@@ -305,7 +358,7 @@ int push_alignment(const void* ptr) {
 }
 
 void launch_push(const PushShared& s, size_t count, ncclDataType_t type, int op, int blocks,
-                 uint64_t ticket, cudaStream_t stream) {
+                 const CallTag& tag, cudaStream_t stream) {
   visit_type(type, [&](auto tt) {
     using T = typename decltype(tt)::type;
     using A = typename Acc<T>::type;
@@ -316,8 +369,7 @@ void launch_push(const PushShared& s, size_t count, ncclDataType_t type, int op,
     grid = grid < 1 ? 1 : grid;
     visit_op<T>(op, [&](auto ot) {
       constexpr int Op = decltype(ot)::value;
-      launch_kernel<push_kernel<T, Op>>(grid, kThreads, stream, s, c, scale,
-                                        static_cast<unsigned long long>(ticket));
+      launch_kernel<push_kernel<T, Op>>(grid, kThreads, stream, s, c, scale, tag);
     });
   });
 }

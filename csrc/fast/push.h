@@ -23,13 +23,30 @@
 // 220 GB/s on the same links (bench/NOTES.md section 9), which is why
 // nothing here pulls.
 //
-// Slots are reused safely by the next call: a peer's input slots are written
-// again only after it raised flag 2 (it read them all), its result slots
-// only after its namesake block entered the next call (its previous kernel,
-// copy-out included, had ended: calls run one after another, engine.h).
+// Slots sit at fixed places of the window, whatever the call's size: the
+// input slots in its first half, the result slots in its second, each slot
+// `slot_bytes` long (the largest chunk the smallest window of the group
+// holds, the same on every rank).  Slots are then reused safely by the next
+// call: a peer's input slots are written again only after it raised flag 2
+// (it read them all), its result slots only after its namesake block entered
+// the next call (its previous kernel, copy-out included, had ended: calls run
+// one after another, engine.h).  A layout cut from each call's own chunk
+// would break that: a larger call's input slots cover a smaller previous
+// call's result slots, which a slow peer may still be copying out after it
+// raised flag 2 (issue 47: DDP under GPU contention took a whole chunk of
+// its 8 MB bucket from the next 31 MB bucket's inputs).
 // Flags and per-block call counters make the kernel safe to replay from a
 // CUDA graph and to follow itself on one stream; the communicator's abort
 // flag and the progress stop word end it early (fast/progress.h).
+//
+// Ranks that make different calls never exchange bytes (hazard d of issue
+// 47): a flag carries the call's signature (kernels.h) beside its count, and
+// a block waiting for a peer must find exactly (count, signature) of its own
+// call there.  Any other value, another call at the same count or a peer at
+// a count no matched sequence can reach, is recorded in the fault words
+// (the watchdog turns it into the group's error) and the call moves no data
+// into the tensor.  A call whose chunk does not fit the slots is one that not
+// every rank made: it is recorded the same way and stores nothing.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -57,6 +74,10 @@ struct PushShared {
   unsigned long long* calls;
   unsigned long long* done;        // progress.h
   const unsigned long long* stop;  // progress.h
+  unsigned long long* fault;       // progress.h: [mismatch, seq]
+  // Bytes of one slot (a multiple of 16): a call whose chunk is larger was
+  // not made by every rank (each grew its window to hold its calls).
+  size_t slot_bytes;
   const volatile int* abort;       // the communicator's abort flag
   int nranks;
   int rank;
@@ -64,6 +85,10 @@ struct PushShared {
 
 // Staging bytes one rank needs for an all-reduce of `bytes`.
 size_t push_staging_bytes(size_t bytes, int nranks);
+
+// Bytes of one slot in a group whose smallest staging window has
+// `min_window` bytes (every rank computes the same).
+size_t push_slot_bytes(size_t min_window, int nranks);
 
 // Whether the kernel covers this call: whole 16-byte packs, and a type and
 // op of util/reduce.cuh (ncclAvg: floating).  Arguments only: every rank
@@ -74,9 +99,10 @@ bool push_covers(size_t bytes, ncclDataType_t type, int op);
 int push_alignment(const void* ptr);
 
 // Launches the all-reduce of `count` elements of `type` at `s.data` on
-// `stream`, on at most `blocks` blocks.  `ticket` (0: none) is
-// stored in s.done when the last block leaves, completed or stopped.
+// `stream`, on at most `blocks` blocks.  The tag's ticket (0: none) is
+// stored in s.done when the last block leaves, completed, stopped or
+// mismatched; its seq and signature identify the call to the peers.
 void launch_push(const PushShared& s, size_t count, ncclDataType_t type, int op, int blocks,
-                 uint64_t ticket, cudaStream_t stream);
+                 const CallTag& tag, cudaStream_t stream);
 
 }  // namespace nccl_core::fast

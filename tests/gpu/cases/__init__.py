@@ -15,6 +15,7 @@ from tests.gpu.cases import (  # noqa: F401
     device,
     fast,
     push,
+    push_slot_reuse,
     bad_input,
     torch_tools,
     nan_check,
