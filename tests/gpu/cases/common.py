@@ -11,6 +11,8 @@ import os
 import torch
 import torch.distributed as dist
 
+from tests.gpu import nvml
+
 R = dist.ReduceOp
 
 # Failed checks are collected, not raised: a rank that stopped half-way
@@ -37,19 +39,12 @@ def device_used_bytes(device) -> int:
 
 
 def _nvml_process_bytes(device) -> int | None:
+    """This process's bytes on `device`, matched by UUID (tests/gpu/nvml.py)."""
     try:
-        import pynvml
-
-        if os.environ.get("CUDA_VISIBLE_DEVICES"):
-            return None  # CUDA's index need not be NVML's
-        pynvml.nvmlInit()
-        handle = pynvml.nvmlDeviceGetHandleByIndex(torch.device(device).index or 0)
-        for p in pynvml.nvmlDeviceGetComputeRunningProcesses(handle):
-            if p.pid == os.getpid():
-                return p.usedGpuMemory
+        uuid = str(torch.cuda.get_device_properties(torch.device(device).index or 0).uuid)
+    except (AttributeError, RuntimeError):
         return None
-    except Exception:  # noqa: BLE001 - no NVML, or it cannot see processes
-        return None
+    return nvml.process_bytes(uuid, os.getpid())
 
 
 def address_mapped(ptr: int) -> bool:
