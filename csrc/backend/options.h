@@ -63,11 +63,12 @@ struct GroupOptions : c10d::Backend::Options {
   // the peers' staging windows (fast/push.h); 0 = off.  Staging costs
   // 2 (nranks - 1) / nranks of the largest such call (in powers of two from
   // 1 MiB, at most push_max_bytes), allocated at the first one.
-  // Off by default (issue 47): with several jobs sharing the GPUs, DDP with
-  // the optimizer applied in backward trained on wrong gradients (a whole
-  // chunk or block slice of a pushed bucket) while the host ran ahead of the
-  // push kernel; tests/gpu/ddp_optim_in_backward.py reproduces it.  Opt in
-  // with push_max_bytes (or NCCL_CORE_PUSH_MAX_BYTES) once that is fixed.
+  // Off by default: at 4 ranks it measured slower than NCCL from 16 MiB up
+  // (issue 48 chooses the path per world size and size from measurement).
+  // Opt in with push_max_bytes (or NCCL_CORE_PUSH_MAX_BYTES).  Its wrong
+  // results under GPU contention (issue 47: slots cut per call, fast/push.h)
+  // are fixed; tests/gpu/ddp_optim_in_backward.py and the GPU case
+  // push_calls_of_different_sizes_keep_their_results guard them.
   size_t push_min_bytes = 256 * 1024;
   size_t push_max_bytes = 0;
   // Blocks (SMs) a push all_reduce runs on, at most (1..128).

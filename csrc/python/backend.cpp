@@ -94,7 +94,8 @@ void bind_backend(py::module_& m) {
                      "first)")
       .def_readwrite("push_max_bytes", &GroupOptions::push_max_bytes,
                      "Largest all_reduce that runs as nccl_core's push kernel, whatever memory "
-                     "its tensor lies in (default 0 = off: see issue 47 in docs/conformance.md); "
+                     "its tensor lies in (default 0 = off until the path is chosen per world size: "
+                     "docs/performance.md); "
                      "its staging costs up to 2 (nranks - 1) / nranks of this per rank")
       .def_property(
           "push_ctas", [](const GroupOptions& o) { return o.push_ctas; },

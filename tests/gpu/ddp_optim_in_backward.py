@@ -15,10 +15,12 @@ at once on the same two GPUs, e.g.
     for k in 1 2 3; do torchrun --nproc-per-node 2 --master-port 2950$k \\
         tests/gpu/ddp_optim_in_backward.py & done; wait
 
-On df2ed55 (push all-reduce on by default) every copy failed: a whole chunk
-or one block slice of a pushed bucket came out wrong (fc.weight 1024500 of
-2048000 elements, layer4.0.conv3.weight 36861 of 1048576).  Exit status 1 on
-any difference, 0 otherwise; each rank prints one summary line.
+(with NCCL_CORE_PUSH_MAX_BYTES=67108864: the push is off by default).  On
+df2ed55 every copy failed: a whole chunk or one block slice of a pushed
+bucket came out wrong (fc.weight 1024500 of 2048000 elements,
+layer4.0.conv3.weight 36861 of 1048576), because a larger call's input slots
+covered a smaller call's result slots (fixed in 58a9928, fast/push.h).  Exit
+status 1 on any difference, 0 otherwise; each rank prints one summary line.
 """
 
 from __future__ import annotations
