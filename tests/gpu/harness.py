@@ -69,6 +69,7 @@ def main() -> int:
     import nccl_core_backend  # noqa: F401
     from tests.gpu import cases  # noqa: F401  - registers every case module
     from tests.gpu.cases import common
+    from tests.gpu import outcome
     from tests.gpu.registry import CASES, Ctx, Skip
 
     rank = int(os.environ["RANK"])
@@ -106,6 +107,7 @@ def main() -> int:
         t0 = time.time()
         stop = threading.Event()
         _deadline(meta["timeout"] or float(os.environ.get("NCCL_CORE_CASE_TIMEOUT", "180")), name, stop)
+        common.FAILURES.clear()
         try:
             # NCCL_CORE_GPU_ANY_WORLD=1 runs cases below their declared world
             # size too: for finding which cases hold at one rank.
@@ -119,19 +121,13 @@ def main() -> int:
             if (meta["nvlink"] and world > 1 and simhosts.nvlink_peers_missing()
                     and os.environ.get("NCCL_CORE_GPU_NVLINK_ANYWAY") != "1"):
                 raise Skip(simhosts.nvlink_peers_missing())
-            common.FAILURES.clear()
             fn(ctx)
             torch.cuda.synchronize()
-            if common.FAILURES:
-                raise AssertionError("; ".join(common.FAILURES[:5]) +
-                                     (f" (+{len(common.FAILURES) - 5} more)" if len(common.FAILURES) > 5 else ""))
-            rec["status"] = "pass"
+            outcome.settle(rec, common.FAILURES)
         except Skip as e:
-            rec["status"] = "skip"
-            rec["reason"] = str(e)
+            outcome.settle(rec, common.FAILURES, skip=str(e))
         except Exception as e:  # noqa: BLE001 - reported, not swallowed
-            rec["status"] = "fail"
-            rec["error"] = f"{type(e).__name__}: {e}"
+            outcome.settle(rec, common.FAILURES, error=f"{type(e).__name__}: {e}")
             rec["traceback"] = traceback.format_exc()[-4000:]
         finally:
             stop.set()

@@ -13,6 +13,7 @@ import torch.distributed as dist
 from torch._C import _distributed_c10d as c10d
 
 import nccl_core_backend as nc
+from nccl_core_backend import simhosts
 from nccl_core_backend import WaitSignalDesc, device
 from tests.gpu.cases.common import check, expect_raises, fail, make, reduce_ref, sanity, window
 from tests.gpu.registry import Skip, case
@@ -120,7 +121,11 @@ def bad_input_push_allocations_of_different_sizes(ctx):
     pushes = be._push_calls()
     if pushes == 0:
         dist.destroy_process_group(g)
-        raise Skip("the push all-reduce does not run here (one NVLink domain needed)")
+        why = simhosts.nvlink_peers_missing()
+        if why:
+            raise Skip(f"the push all-reduce needs NVLink peers: {why}")
+        fail("the push all-reduce did not run on NVLink peers (0 push calls)")
+        return
     # Rank 0's allocation holds exactly the tensor; the others' are 64 KiB
     # larger, with the tensor at their end (offset 64 KiB): a push into peers'
     # tensors at this rank's offset would land 64 KiB past rank 0's tensor.

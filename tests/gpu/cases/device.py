@@ -10,6 +10,7 @@ import torch
 import torch.distributed as dist
 
 import nccl_core_backend as nc
+from nccl_core_backend import simhosts
 from nccl_core_backend import device
 from tests.gpu.cases.common import check, expect_raises, fail, make, reduce_ref, sanity
 from tests.gpu.registry import Skip, case
@@ -110,7 +111,10 @@ def _setup(n_bytes: int, barriers: int = 32):
     win = comm.register_window(buf)
     if win is None:
         dev.close()
-        raise Skip("ncclCommWindowRegister returned NULL here")
+        why = simhosts.nvlink_peers_missing()
+        if why:
+            raise Skip(f"ncclCommWindowRegister returned NULL: {why}")
+        raise AssertionError("ncclCommWindowRegister returned NULL on NVLink peers")
     return comm, dev, buf, win
 
 
