@@ -26,9 +26,13 @@ void Resource::ensure_valid() const {
   NCCL_CORE_REQUIRE(is_valid(), kind_, " has been closed and is no longer valid");
 }
 
-void Resource::close() {
+void Resource::close() { close_after(true); }
+
+void Resource::close_unused() { close_after(false); }
+
+void Resource::close_after(bool quiesce) {
   std::shared_ptr<Communicator> comm = owner_.lock();
-  if (comm && comm->is_live() && is_valid() && needs_quiet()) {
+  if (quiesce && comm && comm->is_live() && is_valid() && needs_quiet()) {
     // A kernel queued before close() (a put_signal, a collective on a
     // registered buffer) must be done before the memory is unmapped or freed.
     comm->quiesce();

@@ -29,6 +29,10 @@ class Resource {
 
   // Releases through NCCL and stops tracking; later calls do nothing.
   void close();
+  // close() for an owner that knows no queued kernel uses the memory any
+  // more (it waited for its own): no device-wide wait, which could sit
+  // behind another group's stuck kernel (issue 47 hazard h).
+  void close_unused();
   bool is_valid() const;
   // "RegisteredBufferHandle", ... (the Python class name, for messages).
   const char* kind() const { return kind_; }
@@ -51,6 +55,7 @@ class Resource {
   friend class Communicator;
   // The communicator was aborted: NCCL freed everything; just mark closed.
   void forget();
+  void close_after(bool quiesce);
 
   std::weak_ptr<Communicator> owner_;
   const char* kind_;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <iterator>
 #include <unordered_set>
 
 #include "op/errors.h"
@@ -177,7 +178,23 @@ void Watchdog::check_unraised(std::chrono::steady_clock::time_point now) {
             "exception and must not go on with its output; ending the process");
 }
 
+void Watchdog::release_finished_holds() {
+  std::vector<Entry> finished;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto still = std::stable_partition(held_after_error_.begin(), held_after_error_.end(),
+                                       [](const Entry& e) { return !e.op->gpu_done(); });
+    finished.assign(std::make_move_iterator(still),
+                    std::make_move_iterator(held_after_error_.end()));
+    held_after_error_.erase(still, held_after_error_.end());
+  }
+  for (auto& e : finished) {
+    e.hold->release();  // outside the lock: freeing tensors may take time
+  }
+}
+
 void Watchdog::sweep() {
+  release_finished_holds();
   if (hooks_.tick) {
     std::string desync = hooks_.tick();
     if (!desync.empty()) {
@@ -308,6 +325,16 @@ void Watchdog::fail_all(const std::string& msg, Release release) {
   auto err = dist_backend_error(msg);
   for (auto& e : failed) {
     e.op->set_error(err);
+  }
+  {
+    // The error does not stop a kernel: until the GPU has passed the op
+    // (an abort ends it), its tensors stay held.
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& e : failed) {
+      if (e.hold && !e.op->gpu_done()) {
+        held_after_error_.push_back(e);
+      }
+    }
   }
   for (auto& e : failed) {
     if (!e.comm) {

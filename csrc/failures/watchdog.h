@@ -112,6 +112,8 @@ class Watchdog {
   // Ends the process if the error of handle() was not raised in time.
   void check_unraised(std::chrono::steady_clock::time_point now);
 
+  // Releases the tensors of failed ops that the GPU has passed.
+  void release_finished_holds();
   struct Entry {
     std::shared_ptr<OpState> op;
     std::shared_ptr<Communicator> comm;
@@ -131,6 +133,11 @@ class Watchdog {
   mutable std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<Entry> entries_;
+  // Failed ops whose kernels may still run (no abort yet, or one not yet
+  // felt): their tensors stay held until the GPU has passed them, so no
+  // freed memory is reused under a kernel that still writes it (issue 47
+  // hazard f).  Released by sweep().
+  std::vector<Entry> held_after_error_;
   // Set once by set_comm() and follow(), before calls are made; read by the
   // watchdog thread.
   std::shared_ptr<Communicator> comm_;

@@ -46,9 +46,9 @@ void Engine::set_up(Communicator& comm, cudaStream_t stream) {
   size_t bytes = kFlagBytes + 2 * half;
   scratch_ = memory::empty({static_cast<int64_t>(bytes)}, at::kByte, comm.device(), false);
   // Peers write our barrier flags as soon as they run their first kernel,
-  // which may be before ours: the zeros must land before we register.
-  NCCL_CORE_CUDA_CHECK(cudaMemsetAsync(scratch_.data_ptr(), 0, bytes, stream));
-  NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(stream));
+  // which may be before ours: the zeros must land before we register.  Not
+  // on the caller's stream, which may hold another group's stuck kernel.
+  memory::zero_fresh(scratch_.data_ptr(), bytes);
   epoch_ = at::zeros({3}, at::TensorOptions().dtype(at::kLong).device(at::kCUDA, comm.device()));
   window_ = Window::create(self, scratch_.data_ptr(), bytes, 0, scratch_.storage());
   if (!window_) {
@@ -122,7 +122,7 @@ bool Engine::push_ready(Communicator& comm, size_t bytes, cudaStream_t stream) {
   // so that a program's few sizes cost a few re-creations at most.
   size_t want = push_staging_bytes(bytes, comm.nranks());
   observe(stream);
-  if (push_window_ && push_window_->is_valid() && push_capacity_ >= want) {
+  if (push_staging_.holds(want)) {
     return true;
   }
   if (capturing_) {
@@ -135,47 +135,22 @@ bool Engine::push_ready(Communicator& comm, size_t bytes, cudaStream_t stream) {
   size_t capacity = push_staging_bytes(size < push_.max_bytes ? size : push_.max_bytes,
                                        comm.nranks());
   capacity = capacity < want ? want : capacity;
-  if (push_window_ && push_window_->is_valid()) {
-    // Earlier pushes on this group may still use it: they run in call order
-    // (and wait on peers: bounded).
+  if (push_shared_.calls != nullptr) {
+    // Earlier pushes launched outside capture may still use it: they run in
+    // call order (and wait on peers: bounded).  A graph's replays are not
+    // ours to wait for: a staging a graph captured is kept instead.
     follow(stream);
     comm.wait_stream(stream, "the push all-reduce's earlier calls (staging regrowth)");
-    push_window_->close();
   }
-  push_window_.reset();
-  push_staging_ = at::Tensor();
-  push_capacity_ = 0;
-  auto self = comm.shared_from_this();
-  push_staging_ = memory::empty({static_cast<int64_t>(capacity)}, at::kByte, comm.device(), false);
-  // Peers raise our flags as soon as their first push runs: zeros first.
-  NCCL_CORE_CUDA_CHECK(cudaMemsetAsync(push_staging_.data_ptr(), 0, kPushFlagBytes, stream));
-  if (!push_counters_.defined()) {
-    push_counters_ = at::zeros({kPushMaxBlocks + 1},
-                               at::TensorOptions().dtype(at::kLong).device(at::kCUDA, comm.device()));
-  }
-  NCCL_CORE_CUDA_CHECK(cudaMemsetAsync(push_counters_.data_ptr(), 0,
-                                       push_counters_.nbytes(), stream));
-  NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(stream));
-  push_window_ = Window::create(self, push_staging_.data_ptr(), capacity, 0,
-                                push_staging_.storage());
-  if (!push_window_) {
-    push_disabled_ = true;  // no windows on this system: the same on every rank
+  auto made = push_staging_.make(comm, capacity, push_captured_);
+  push_captured_ = false;
+  push_shared_ = PushShared{};
+  if (made != PushStaging::Outcome::kReady) {
+    // The same answer on every rank: this call and every later one go to NCCL.
+    push_disabled_ = true;
     return false;
   }
-  PushShared s{};
-  for (int r = 0; r < comm.nranks(); ++r) {
-    auto p = push_window_->peer_pointer(r, 0);
-    if (!p) {
-      push_window_->close();  // reachability is symmetric: every rank sees a gap
-      push_window_.reset();
-      push_disabled_ = true;
-      return false;
-    }
-    s.staging[r] = static_cast<char*>(*p);
-  }
-  // From the smallest window, which every rank knows alike (push.h).
-  s.slot_bytes = push_slot_bytes(push_window_->min_size(), comm.nranks());
-  s.calls = reinterpret_cast<unsigned long long*>(push_counters_.data_ptr<int64_t>());
+  PushShared s = push_staging_.shared();
   s.done = progress_->device_word();
   s.stop = progress_->stop_word(comm.device(), stream);
   s.fault = progress_->fault_words();
@@ -183,7 +158,6 @@ bool Engine::push_ready(Communicator& comm, size_t bytes, cudaStream_t stream) {
   s.nranks = comm.nranks();
   s.rank = comm.rank();
   push_shared_ = s;
-  push_capacity_ = capacity;
   return true;
 }
 
@@ -270,6 +244,7 @@ bool Engine::all_reduce_pushed(Communicator& comm, void* data, size_t count,
   }
   start_call(comm, stream);
   push_calls_.fetch_add(1, std::memory_order_relaxed);
+  push_captured_ = push_captured_ || capturing_;
   push_shared_.data = static_cast<char*>(data);
   push_shared_.data_align = push_alignment(data);
   launch_push(push_shared_, count, type, op, push_.ctas, tag(6, type, op, count, 0), stream);

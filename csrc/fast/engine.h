@@ -28,6 +28,7 @@
 #include "fast/launch_event.h"
 #include "fast/progress.h"
 #include "fast/push.h"
+#include "fast/push_staging.h"
 
 namespace nccl_core {
 
@@ -105,7 +106,12 @@ class Engine {
   void set_up(Communicator& comm, cudaStream_t stream);
   // Calls share the scratch window and its epochs, so they must run one after
   // another: a call on another stream than the last one first waits for it
-  // (never across a capture boundary).
+  // (never across a capture boundary).  A graph's replays are ordered by the
+  // stream they are launched on, as any collective of one communicator is:
+  // replaying a graph that holds our calls at the same time as eager calls
+  // on another stream, unordered, is the program's error, as it would be
+  // with NCCL's own kernels (issue 47 hazard c; NCCL asks for one order of
+  // operations per communicator).
   void follow(cudaStream_t stream);
   // After a launch on `stream`: what the next call on another stream waits for.
   void mark_launched(cudaStream_t stream);
@@ -127,10 +133,8 @@ class Engine {
   Shared shared_{};
   std::atomic<uint64_t> calls_{0};
   const PushConfig push_;
-  std::shared_ptr<Window> push_window_;
-  at::Tensor push_staging_;
-  at::Tensor push_counters_;  // PushShared::calls
-  size_t push_capacity_ = 0;  // bytes of push_staging_
+  PushStaging push_staging_;
+  bool push_captured_ = false;  // a graph holds a push on the current staging
   bool push_disabled_ = false;
   PushShared push_shared_{};
   std::atomic<uint64_t> push_calls_{0};

@@ -64,13 +64,17 @@ constexpr int kPushMaxBlocks = 128;
 // then nranks - 1 input slots of one chunk each, then nranks - 1 result
 // slots of one chunk each.
 constexpr size_t kPushFlagBytes = sizeof(unsigned long long) * 2 * kMaxRanks * kPushMaxBlocks;
+// After the slots, in the same memory: PushShared::calls (this rank's only).
+constexpr size_t kPushCounterBytes = (sizeof(unsigned long long) * (kPushMaxBlocks + 1) + 15) / 16 * 16;
 
 struct PushShared {
   char* data;                // this rank's tensor (any alignment of its type)
   int data_align;            // 16, 8, 4, 2 or 1: the widest access `data` allows
   char* staging[kMaxRanks];  // each rank's staging window
   // [kPushMaxBlocks] calls each block has completed, then the count of
-  // blocks that have left the current call (device memory).
+  // blocks that have left the current call: at the end of this rank's own
+  // staging memory (push_staging.h), so that a staging a graph keeps keeps
+  // its counters too.
   unsigned long long* calls;
   unsigned long long* done;        // progress.h
   const unsigned long long* stop;  // progress.h

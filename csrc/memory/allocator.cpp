@@ -235,6 +235,17 @@ size_t live_bytes() {
   return g_live.load();
 }
 
+void zero_fresh(void* ptr, size_t bytes) {
+  cudaStream_t s = nullptr;
+  NCCL_CORE_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cudaError_t err = cudaMemsetAsync(ptr, 0, bytes, s);
+  if (err == cudaSuccess) {
+    err = cudaStreamSynchronize(s);
+  }
+  (void)cudaStreamDestroy(s);
+  NCCL_CORE_CUDA_CHECK(err);
+}
+
 at::Tensor empty(at::IntArrayRef sizes, at::ScalarType dtype, int device, bool fortran) {
   std::vector<int64_t> strides(sizes.size());
   // Sizes are user numbers: the element count, the strides and the bytes

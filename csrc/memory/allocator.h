@@ -30,6 +30,11 @@ void release_after_use(void* ptr, int device) noexcept;
 // by allocate and live_bytes).
 void release_completed() noexcept;
 
+// Zeroes `bytes` at `ptr`, memory from `allocate` or `empty` that no queued
+// work uses yet, on a private stream, and waits for that alone: no user
+// stream (which may hold another group's stuck kernel) is waited on.
+void zero_fresh(void* ptr, size_t bytes);
+
 // Uninitialised tensor in NCCL memory; `fortran` gives column-major strides.
 at::Tensor empty(at::IntArrayRef sizes, at::ScalarType dtype, int device, bool fortran);
 

@@ -12,6 +12,7 @@
 #include "memory/vmm.h"
 #include "nccl/api.h"
 #include "nccl/newer.h"
+#include "registration/pool_agreement.h"
 #include "util/concat.h"
 
 namespace nccl_core::segments {
@@ -184,8 +185,11 @@ void Registry::register_segment(Member& m, const std::shared_ptr<Communicator>& 
     // allocator frees stays mapped until the window goes at an agreed point
     // (deregister_mem_pool, the communicator's end), never from one rank's
     // allocator callback.
+    // Every rank's k-th segment has this size (agree_on_segments): no size
+    // exchange, and so no allocation, while mutex_ is held.
     handle = Window::create(comm, ptr, s.size, newer::kWinCollSymmetric,
-                            memory::pinned_storage(ptr));
+                            memory::pinned_storage(ptr),
+                            std::vector<size_t>(static_cast<size_t>(comm->nranks()), s.size));
     NCCL_CORE_REQUIRE(handle != nullptr, "NCCL registered no symmetric window for segment ",
                       s.addr, " of MemPool ", pool_name(s.pool),
                       " (no NVLink peers, or NCCL_WIN_ENABLE=0)");
@@ -289,22 +293,39 @@ void Registry::add_pool(const std::shared_ptr<Communicator>& comm, PoolId pool, 
                     pool_name(pool));
   if (symm) {
     // One window per segment, each a collective: every rank must hold as
-    // many, or the registrations would pair up wrongly.  Checked on every
-    // rank alike before any is made.
-    lock.unlock();
-    std::vector<size_t> counts;
+    // many, of the same sizes in the same order, or the registrations would
+    // pair up wrongly.  Checked by exchanges (pool_agreement.h), so every
+    // rank raises alike before any window is made.  mutex_ is let go for
+    // them (they may allocate, and the allocator's hook takes it).
+    std::vector<size_t> sizes;
+    for (const auto& s : seen) {
+      sizes.push_back(s.size);
+    }
+    bool freed = false;
     try {
-      counts = comm->all_gather_sizes(seen.size(), "ncclAllGather (MemPool segment counts)");
-    } catch (...) {
+      lock.unlock();
+      agree_on_segments(*comm, sizes, pool_name(pool));
       lock.lock();
+      // A segment of the pool freed meanwhile, by another thread of this
+      // rank, must not become a window: every rank hears of it.
+      freed = frees_[device] != frees && !still_held(seen, snapshot(device, pool, lock));
+      const uint64_t checked = frees_[device];
+      lock.unlock();
+      agree_none_freed(*comm, freed, pool_name(pool));
+      lock.lock();
+      // A free that completed during this last exchange is refused here
+      // alone (rare: its peers time out).  After this check mutex_ stays
+      // held until the windows are made, so no free of the pool's memory
+      // completes meanwhile (the allocator's hook waits for mutex_).
+      freed = frees_[device] != checked && !still_held(seen, snapshot(device, pool, lock));
+    } catch (...) {
+      if (!lock.owns_lock()) {
+        lock.lock();
+      }
       drop_pool(comm.get(), pool);
       throw;
     }
-    lock.lock();
-    // mutex_ was let go for the exchange (it may allocate): a segment of the
-    // pool freed meanwhile, by another thread of this rank, must not become
-    // a window.
-    if (frees_[device] != frees && !still_held(seen, snapshot(device, pool, lock))) {
+    if (freed) {
       drop_pool(comm.get(), pool);
       NCCL_CORE_REQUIRE(false, "register_mem_pool(symm=True): a segment of MemPool ",
                         pool_name(pool), " was freed while it was being registered; register "
@@ -313,16 +334,6 @@ void Registry::add_pool(const std::shared_ptr<Communicator>& comm, PoolId pool, 
     m = find(comm.get());  // after every unlock above: members_ may have moved
     NCCL_CORE_REQUIRE(m != nullptr, "the communicator was released while registering MemPool ",
                       pool_name(pool));
-    for (size_t r = 0; r < counts.size(); ++r) {
-      if (counts[r] != seen.size()) {
-        drop_pool(comm.get(), pool);
-        NCCL_CORE_REQUIRE(false, "register_mem_pool(symm=True): MemPool ", pool_name(pool),
-                          " holds ", seen.size(), " segments on rank ", comm->rank(), " but ",
-                          counts[r], " on rank ", r,
-                          "; symmetric windows need the same segments on every rank (allocate "
-                          "the same tensors in the pool on every rank before registering it)");
-      }
-    }
   }
   std::vector<uintptr_t> done;
   try {
