@@ -102,6 +102,8 @@ PARTS: dict[str, list[Job]] = {
     "soak": [soak("1", 420)],
     # torch's suite as a gate (issue 47); estimates from 4xH200 runs with the
     # two backends side by side (the DDP subset: 210 s at world 2).
+    "ddp": [Job("DDP modes against nccl", ("tests/gpu/test_ddp_modes.py",),
+                {"NCCL_CORE_DDP_WORLDS": "2,4"}, estimate_s=300)],
     "conformance-2-ddp": [conformance(2, DDP_TESTS, "w2 DDP", 240)],
     "conformance-2-rest": [conformance(2, f"not ({DDP_TESTS})", "w2 rest", 480)],
     "conformance-4-ddp": [conformance(4, DDP_TESTS, "w4 DDP", 480)],
@@ -123,6 +125,8 @@ QUICK: list[Job] = [
     # collectives: skipped where fewer than 2 GPUs are visible.
     conformance(2, "apply_optim_in_backward or test_all_reduce_sum_cuda or test_broadcast_cuda",
                 "w2 smoke", 90),
+    Job("DDP modes against nccl at 2 ranks", ("tests/gpu/test_ddp_modes.py",),
+        {"NCCL_CORE_DDP_WORLDS": "2"}, estimate_s=150),
 ]
 
 SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|error|errors|xfailed|xpassed)")
