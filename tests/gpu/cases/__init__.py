@@ -16,6 +16,7 @@ from tests.gpu.cases import (  # noqa: F401
     fast,
     push,
     push_slot_reuse,
+    versus_nccl,
     bad_input,
     torch_tools,
     nan_check,
