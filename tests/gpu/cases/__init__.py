@@ -17,6 +17,7 @@ from tests.gpu.cases import (  # noqa: F401
     push,
     push_slot_reuse,
     versus_nccl,
+    nvlink_mixes,
     bad_input,
     torch_tools,
     nan_check,
