@@ -26,3 +26,51 @@ def test_unwrap_peels_every_debug_wrapper():
     inner = object()
     assert unwrap(_ProcessGroupWrapper(_ProcessGroupWrapper(inner))) is inner
     assert unwrap(inner) is inner
+
+
+class _Group:
+    """Stands for a ProcessGroup: _get_backend answers one CUDA backend."""
+
+    def __init__(self, backend):
+        self.backend = backend
+
+    def _get_backend(self, device):
+        if self.backend is None:
+            raise RuntimeError("No backend type associated with device type cuda")
+        return self.backend
+
+
+class ProcessGroupNcclCore:  # the name nccl_core's binding has
+    pass
+
+
+class ProcessGroupNCCL:  # torch's own
+    pass
+
+
+def test_routed_group_with_nccl_core_backend_passes():
+    from tests.conformance.routing import check_routed
+
+    check_routed(_Group(ProcessGroupNcclCore()), "nccl")
+    check_routed(_Group(ProcessGroupNcclCore()), "undefined")
+    check_routed(_Group(None), "nccl")  # no CUDA backend made here: nothing to check
+    check_routed(_Group(ProcessGroupNCCL()), "gloo")  # not routed: not checked
+
+
+def test_routed_group_that_fell_back_to_torchs_backend_fails():
+    import pytest
+
+    from tests.conformance.routing import check_routed
+
+    with pytest.raises(RuntimeError, match="got ProcessGroupNCCL, not nccl_core"):
+        check_routed(_Group(ProcessGroupNCCL()), "cpu:gloo,cuda:nccl")
+
+
+def test_debug_wrapper_is_looked_through():
+    from tests.conformance.routing import check_routed
+
+    class _ProcessGroupWrapper:
+        def __init__(self, inner):
+            self.wrapped_pg = inner
+
+    check_routed(_Group(_ProcessGroupWrapper(ProcessGroupNcclCore())), "nccl")

@@ -76,6 +76,14 @@ def processes(worlds: str, iters: str, estimate_s: int) -> Job:
                estimate_s=estimate_s)
 
 
+def conformance(world: int, k: str, name: str, estimate_s: int) -> Job:
+    """torch's suite on nccl_core and on torch's nccl, compared (test_conformance_gate.py)."""
+    return Job(f"conformance {name}", ("tests/gpu/test_conformance_gate.py",),
+               {"NCCL_CORE_CONFORMANCE_WORLD": str(world), "NCCL_CORE_CONFORMANCE_K": k},
+               estimate_s=estimate_s)
+
+
+DDP_TESTS = "ddp or DistributedDataParallel"
 ERROR_MODES = Job("error modes", ("tests/gpu/test_error_modes.py",), workers=6, estimate_s=135)
 BENCH = Job("bench", ("tests/gpu/test_bench.py",), workers=2, estimate_s=55)
 CPU = Job("cpu tests", ("tests/cpu",), workers=4, estimate_s=110)
@@ -92,6 +100,14 @@ PARTS: dict[str, list[Job]] = {
                      workers=4, estimate_s=200)],
     "bench": [BENCH, CPU],
     "soak": [soak("1", 420)],
+    # torch's suite as a gate (issue 47); estimates from 4xH200 runs with the
+    # two backends side by side (the DDP subset: 210 s at world 2).
+    "ddp": [Job("DDP modes against nccl", ("tests/gpu/test_ddp_modes.py",),
+                {"NCCL_CORE_DDP_WORLDS": "2,4"}, estimate_s=300)],
+    "conformance-2-ddp": [conformance(2, DDP_TESTS, "w2 DDP", 240)],
+    "conformance-2-rest": [conformance(2, f"not ({DDP_TESTS})", "w2 rest", 480)],
+    "conformance-4-ddp": [conformance(4, DDP_TESTS, "w4 DDP", 480)],
+    "conformance-4-rest": [conformance(4, f"not ({DDP_TESTS})", "w4 rest", 540)],
 }
 
 # Every case family at 1 and 2 ranks, in well under 8 minutes with the build.
@@ -105,6 +121,12 @@ QUICK: list[Job] = [
         estimate_s=210),
     BENCH,
     CPU,
+    # The tests that once trained DDP on wrong gradients, and a few plain
+    # collectives: skipped where fewer than 2 GPUs are visible.
+    conformance(2, "apply_optim_in_backward or test_all_reduce_sum_cuda or test_broadcast_cuda",
+                "w2 smoke", 90),
+    Job("DDP modes against nccl at 2 ranks", ("tests/gpu/test_ddp_modes.py",),
+        {"NCCL_CORE_DDP_WORLDS": "2"}, estimate_s=150),
 ]
 
 SUMMARY = re.compile(r"(\d+) (passed|failed|skipped|error|errors|xfailed|xpassed)")

@@ -16,6 +16,8 @@ from tests.gpu.cases import (  # noqa: F401
     fast,
     push,
     push_slot_reuse,
+    versus_nccl,
+    nvlink_mixes,
     bad_input,
     torch_tools,
     nan_check,

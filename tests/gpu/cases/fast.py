@@ -91,7 +91,7 @@ def fast_path_reductions_match_reference(ctx):
     sanity(ctx)
 
 
-@case(nvlink=True, min_world=1)
+@case(nvlink=True, min_world=3)
 def fast_path_large_all_reduce_two_shot(ctx):
     """From 1 MiB over more than two ranks all_reduce takes two shots (each
     rank reduces one chunk): chunk edges must agree between ranks whatever
@@ -317,10 +317,15 @@ def fast_path_plain_call_work_without_end_event(ctx):
         work2.wait()
         v = u * 2
     fut = work2.get_future()
-    fut.wait()
+    value = fut.wait()
     torch.cuda.synchronize(d)
     check(v, 2 * reduce_ref(inputs, "SUM", torch.float32), torch.float32, "SUM", w,
           "read on another stream after wait()")
+    # The future's value is the reduced tensor itself.
+    if len(value) != 1 or value[0].data_ptr() != u.data_ptr():
+        fail("the future's value is not the all_reduce's tensor")
+    check(value[0], reduce_ref(inputs, "SUM", torch.float32), torch.float32, "SUM", w,
+          "the future's value")
     dist.destroy_process_group(g)
 
 

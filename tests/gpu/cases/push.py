@@ -192,10 +192,11 @@ def push_all_reduce_back_to_back_streams_and_graphs(ctx):
     # A call needing a larger staging window while capturing goes to NCCL
     # (no registration under capture), on every rank alike.
     big = nc.torch.empty((6 << 20) // 4, device=ctx.device)
-    dist.all_reduce(big, group=g)  # staging for 8 MiB
+    _reduce(ctx, g, big, "SUM", 850, "6 MiB before capture")  # staging for 8 MiB
     expect(True, "6 MiB before capture")
     bigger = nc.torch.empty((12 << 20) // 4, device=ctx.device)
-    dist.all_reduce(bigger[: (7 << 20) // 4], group=g)  # fits the 8 MiB staging
+    _reduce(ctx, g, bigger[: (7 << 20) // 4], "MAX", 851,
+            "7 MiB before capture")  # fits the 8 MiB staging
     expect(True, "7 MiB before capture")
     graph2 = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph2, stream=s):

@@ -381,19 +381,25 @@ def raw_allreduce_fast_path(ctx):
     # Captured, then replayed with new inputs.
     x = torch.empty(1000, device=ctx.device)
     y = torch.empty(1000, device=ctx.device)
+    z = torch.empty(1000, device=ctx.device)
     s = torch.cuda.Stream(device=ctx.device)
     s.wait_stream(torch.cuda.current_stream(ctx.device))
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph, stream=s):
         comm.allreduce(x, y, nc.SUM, stream=s)
-        comm.allreduce(y, y, nc.MAX, stream=s)
+        comm.allreduce(z, z, nc.MAX, stream=s)  # in place, on data that differs by rank
     expect(2, "captured")
     for rep in range(3):
         ins = [make(ctx, r, torch.float32, n=1000, salt=400 + rep) for r in range(ctx.world)]
+        maxes = [make(ctx, r, torch.float32, n=1000, op="MAX", salt=450 + rep)
+                 for r in range(ctx.world)]
         x.copy_(ins[ctx.rank])
+        z.copy_(maxes[ctx.rank])
         graph.replay()
         torch.cuda.synchronize()
-        want = reduce_ref(ins, "SUM", torch.float32)  # MAX of equal values is itself
-        check(y, want, torch.float32, "SUM", ctx.world, f"replayed raw allreduce {rep}")
+        check(y, reduce_ref(ins, "SUM", torch.float32), torch.float32, "SUM", ctx.world,
+              f"replayed raw allreduce {rep}")
+        check(z, reduce_ref(maxes, "MAX", torch.float32), torch.float32, "MAX", ctx.world,
+              f"replayed raw in-place MAX {rep}")
     expect(0, "replays")
     del graph

@@ -1,0 +1,141 @@
+"""nccl_core's NVLink kernels mixed the ways programs mix them (issue 47 item
+6): the fast path and the push back to back, copy collectives on several
+streams, two groups at once, and future chains.  Every result is kept and
+checked after the loop (no wait in between), on int32 data that any order of
+summation keeps exact; the path counters show the kernels ran.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.distributed as dist
+
+import nccl_core_backend as nc
+from tests.gpu.cases.common import fail
+from tests.gpu.registry import case
+
+ROUNDS = 40
+
+
+def _group(ctx, push: bool = True):
+    opts = nc.Options()
+    opts.fast_path_max_bytes = 256 << 10
+    if push:
+        opts.push_min_bytes = 512 << 10
+        opts.push_max_bytes = 16 << 20
+    return dist.new_group(list(range(ctx.world)), backend="nccl_core", pg_options=opts)
+
+
+def _ints(ctx, rank, n, salt):
+    return torch.randint(-1000, 1000, (n,), generator=ctx.gen(rank, salt), dtype=torch.int32)
+
+
+def _sum(ctx, n, salt):
+    return torch.stack([_ints(ctx, q, n, salt).long() for q in range(ctx.world)]).sum(0)
+
+
+def _expect_equal(got, want, what):
+    got = got.cpu().long()
+    if not torch.equal(got, want):
+        bad = int((got != want).sum())
+        fail(f"{what}: {bad} of {want.numel()} elements wrong")
+
+
+@case(nvlink=True, timeout=300)
+def fast_path_and_push_back_to_back(ctx):
+    g = _group(ctx)
+    be = g._get_backend(ctx.device)
+    sizes = (16 << 10, 4 << 20, 200 << 10, 1 << 20)  # bytes: fast, push, fast, push
+    fast0, push0 = be._fast_path_calls(), be._push_calls()
+    outs = []
+    for i in range(ROUNDS):
+        for k, nbytes in enumerate(sizes):
+            salt = 10 * i + k
+            t = _ints(ctx, ctx.rank, nbytes // 4, salt).to(ctx.device)
+            dist.all_reduce(t, group=g)
+            outs.append((t, nbytes, salt))
+    torch.cuda.synchronize(ctx.device)
+    pushes = be._push_calls() - push0
+    staged = be._fast_path_calls() - fast0 - pushes
+    if pushes != 2 * ROUNDS or staged != 2 * ROUNDS:
+        fail(f"{staged} fast-path and {pushes} push calls, expected {2 * ROUNDS} of each")
+    for t, nbytes, salt in outs:
+        _expect_equal(t, _sum(ctx, nbytes // 4, salt), f"all_reduce of {nbytes} B (salt {salt})")
+    dist.destroy_process_group(g)
+
+
+@case(nvlink=True, timeout=300)
+def copy_collectives_on_several_streams(ctx):
+    g = _group(ctx, push=False)
+    be = g._get_backend(ctx.device)
+    streams = [torch.cuda.Stream(device=ctx.device) for _ in range(3)]
+    n = (32 << 10) // 4
+    before = be._fast_path_calls()
+    kept = []
+    for i in range(ROUNDS):
+        s = streams[i % len(streams)]
+        mine = _ints(ctx, ctx.rank, n, 1000 + i).to(ctx.device)
+        s.wait_stream(torch.cuda.current_stream(ctx.device))  # its copy to the GPU
+        with torch.cuda.stream(s):
+            gathered = torch.empty(n * ctx.world, dtype=torch.int32, device=ctx.device)
+            dist.all_gather_into_tensor(gathered, mine, group=g)
+            root = i % ctx.world
+            b = mine.clone()
+            dist.broadcast(b, root, group=g)
+            swapped = torch.empty(n, dtype=torch.int32, device=ctx.device)
+            dist.all_to_all_single(swapped, mine, group=g)
+        kept.append((i, root, gathered, b, swapped, mine))  # mine: read on s
+    torch.cuda.synchronize(ctx.device)
+    if be._fast_path_calls() - before != 3 * ROUNDS:
+        fail(f"{be._fast_path_calls() - before} fast-path calls, expected {3 * ROUNDS}")
+    w, chunk = ctx.world, n // ctx.world
+    for i, root, gathered, b, swapped, _ in kept:
+        inputs = [_ints(ctx, q, n, 1000 + i) for q in range(w)]
+        _expect_equal(gathered, torch.cat(inputs).long(), f"all_gather round {i}")
+        _expect_equal(b, inputs[root].long(), f"broadcast from {root}, round {i}")
+        want = torch.cat([inputs[q][ctx.rank * chunk:(ctx.rank + 1) * chunk] for q in range(w)])
+        _expect_equal(swapped, want.long(), f"all_to_all_single round {i}")
+    dist.destroy_process_group(g)
+
+
+@case(nvlink=True, timeout=300)
+def two_groups_at_once(ctx):
+    groups = [_group(ctx), _group(ctx)]
+    streams = [torch.cuda.Stream(device=ctx.device) for _ in groups]
+    outs = []
+    for i in range(ROUNDS):
+        for k, (g, s) in enumerate(zip(groups, streams)):
+            nbytes = (64 << 10) if (i + k) % 2 else (2 << 20)  # fast path or push
+            salt = 2000 + 10 * i + k
+            t = _ints(ctx, ctx.rank, nbytes // 4, salt).to(ctx.device)
+            s.wait_stream(torch.cuda.current_stream(ctx.device))  # its copy to the GPU
+            with torch.cuda.stream(s):
+                dist.all_reduce(t, group=g)
+            outs.append((t, nbytes, salt))
+    torch.cuda.synchronize(ctx.device)
+    for t, nbytes, salt in outs:
+        _expect_equal(t, _sum(ctx, nbytes // 4, salt), f"all_reduce of {nbytes} B (salt {salt})")
+    for g in groups:
+        if g._get_backend(ctx.device)._push_calls() != ROUNDS // 2:
+            fail(f"a group made {g._get_backend(ctx.device)._push_calls()} push calls, "
+                 f"expected {ROUNDS // 2}")
+        dist.destroy_process_group(g)
+
+
+@case(nvlink=True, timeout=300)
+def future_chains_on_both_kernels(ctx):
+    g = _group(ctx)
+    chained = []
+    for i, nbytes in enumerate((32 << 10, 3 << 20) * 8):
+        salt = 3000 + i
+        t = _ints(ctx, ctx.rank, nbytes // 4, salt).to(ctx.device)
+        fut = dist.all_reduce(t, group=g, async_op=True).get_future()
+        # Each link runs on streams ordered after the one before.
+        doubled = fut.then(lambda f: f.value()[0] * 2)
+        plus = doubled.then(lambda f: f.value() + 1)
+        chained.append((plus, nbytes, salt))
+    for fut, nbytes, salt in chained:
+        got = fut.wait()
+        _expect_equal(got, _sum(ctx, nbytes // 4, salt) * 2 + 1,
+                      f"then() chain after an all_reduce of {nbytes} B")
+    dist.destroy_process_group(g)

@@ -1,0 +1,75 @@
+"""PyTorch's own distributed suite as a gate on real GPUs (issue 47).
+
+torch's tests (``scripts/conformance.sh``, one GPU per rank) run on nccl_core
+and on torch's ``nccl`` in the same job: side by side on disjoint GPUs where
+the host has twice the ranks, else one after the other on the same GPUs.  The
+comparison (``tests/conformance/summary.py``) fails on a test that fails only
+on nccl_core and is not in ``tests/conformance/expected.py``, is skipped only
+there, or is missing from its results.
+
+    NCCL_CORE_CONFORMANCE_WORLD    ranks per test (default 2)
+    NCCL_CORE_CONFORMANCE_K        pytest -k expression (default: every test)
+    NCCL_CORE_CONFORMANCE_WORKERS  xdist workers per backend (default 8)
+
+The tiers (tests/gpu/tiers.py) split the suite into parts that each end
+inside one 10-minute command.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+from tests.gpu import launch
+
+pytestmark = pytest.mark.gpu
+BACKENDS = ("nccl_core", "nccl")
+
+
+def _visible() -> list[str]:
+    listed = os.environ.get("CUDA_VISIBLE_DEVICES", "")
+    if listed:
+        return [d.strip() for d in listed.split(",") if d.strip()]
+    return [str(i) for i in range(launch.gpus())]
+
+
+def _run(backend: str, devices: list[str], world: int, out: str) -> subprocess.Popen:
+    env = dict(os.environ, CONFORMANCE_BACKENDS=backend, CONFORMANCE_WORLD=str(world),
+               CONFORMANCE_WORKERS=os.environ.get("NCCL_CORE_CONFORMANCE_WORKERS", "8"),
+               CUDA_VISIBLE_DEVICES=",".join(devices), OUT=out, NCCL_NVLS_ENABLE="0",
+               TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
+    k = os.environ.get("NCCL_CORE_CONFORMANCE_K", "")
+    cmd = ["bash", "scripts/conformance.sh"] + (["-k", k] if k else [])
+    # A session of its own, so that a budget ends it by process group.
+    return subprocess.Popen(cmd, cwd=launch.ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def test_torch_suite_fails_nothing_that_passes_on_nccl():
+    world = int(os.environ.get("NCCL_CORE_CONFORMANCE_WORLD", "2"))
+    devices = _visible()
+    if len(devices) < world:
+        pytest.skip(f"torch's suite runs one rank per GPU: needs {world} GPUs, "
+                    f"{len(devices)} visible")
+    side_by_side = len(devices) >= 2 * world
+    outs = {b: tempfile.mkdtemp(prefix=f"conformance_{b}_") for b in BACKENDS}
+    logs = {}
+    if side_by_side:
+        procs = {b: _run(b, devices[i * world:(i + 1) * world], world, outs[b])
+                 for i, b in enumerate(BACKENDS)}
+        for b, p in procs.items():
+            logs[b] = p.communicate(timeout=570)[0]
+    else:
+        for b in BACKENDS:
+            logs[b] = _run(b, devices[:world], world, outs[b]).communicate(timeout=570)[0]
+    xmls = [os.path.join(outs[b], f"conformance-{b}.xml") for b in ("nccl", "nccl_core")]
+    for b, path in zip(("nccl", "nccl_core"), xmls):
+        assert os.path.exists(path), f"no results from backend {b}:\n{logs[b][-3000:]}"
+    summary = subprocess.run([sys.executable, "-m", "tests.conformance.summary", *xmls],
+                             cwd=launch.ROOT, capture_output=True, text=True)
+    print(summary.stdout)  # the side-by-side counts, in the job's log
+    assert summary.returncode == 0, summary.stdout[-6000:] + summary.stderr[-2000:]
