@@ -16,6 +16,7 @@ from tests.gpu.cases import (  # noqa: F401
     fast,
     push,
     push_slot_reuse,
+    hazards,
     versus_nccl,
     nvlink_mixes,
     bad_input,
