@@ -22,7 +22,7 @@ if [[ -n "${CUDA_HOME:-}" ]]; then
 fi
 
 echo "== installing torch and tools"
-"$PYTHON" -m pip install --progress-bar off torch pytest numpy ninja pybind11 setuptools wheel matplotlib
+"$PYTHON" -m pip install --progress-bar off torch pytest numpy ninja pybind11 setuptools wheel matplotlib expecttest
 
 echo "== building nccl_core_backend (editable)"
 # A stale install's torch.backends entry point must not break `import torch`
