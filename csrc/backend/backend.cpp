@@ -271,6 +271,11 @@ void Backend::shutdown() {
       comm_->abort();
     }
   }
+  // From here the program is leaving: the watchdog retires finished work but
+  // raises nothing; the waits below are bounded and end in an abort.
+  if (failures_->started()) {
+    failures_->watchdog()->wind_down();
+  }
   retire_registrations();
   failures_->publish_final();
   if (fast_ && stream_ && comm_ && comm_->is_live()) {

@@ -195,7 +195,8 @@ void Watchdog::release_finished_holds() {
 
 void Watchdog::sweep() {
   release_finished_holds();
-  if (hooks_.tick) {
+  const bool winding = winding_down_.load();
+  if (hooks_.tick && !winding) {
     std::string desync = hooks_.tick();
     if (!desync.empty()) {
       std::shared_ptr<Communicator> comm;
@@ -207,9 +208,11 @@ void Watchdog::sweep() {
       return;
     }
   }
-  check_unraised(std::chrono::steady_clock::now());
-  if (!check_progress(std::chrono::steady_clock::now())) {
-    return;
+  if (!winding) {
+    check_unraised(std::chrono::steady_clock::now());
+    if (!check_progress(std::chrono::steady_clock::now())) {
+      return;
+    }
   }
   std::vector<Entry> snapshot;
   {
@@ -227,6 +230,9 @@ void Watchdog::sweep() {
     if (e.op->exception() != nullptr || e.op->gpu_done()) {
       done.insert(e.op.get());
       continue;
+    }
+    if (winding) {
+      continue;  // retired once finished; the shutdown handles the rest
     }
     if (e.op->expired(now)) {
       handle(e.op->timeout_message(e.op->timeout(), ""), true, 0, e.comm);

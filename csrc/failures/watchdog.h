@@ -85,6 +85,12 @@ class Watchdog {
   bool drained() const;
   // Stops the thread; pending work is dropped (the comm is gone).
   void stop();
+  // The group is being destroyed (destroy_process_group): from here the
+  // thread retires finished work but raises nothing, as backend nccl's
+  // watchdog stops at shutdown; the shutdown itself bounds its wait and
+  // aborts (issue 47: a call that never matched ended the process by
+  // SIGABRT while the program was leaving).
+  void wind_down() { winding_down_.store(true); }
   // Tests: the thread sleeps `pause` before its next sweep (a stuck watchdog).
   void stall_for(std::chrono::milliseconds pause) { stall_ms_.store(pause.count()); }
   // What happens to the failed works' communicators.
@@ -147,6 +153,7 @@ class Watchdog {
   bool fault_handled_ = false;  // watchdog thread only
   std::chrono::steady_clock::time_point since_;  // when last_done_ was seen to change
   std::atomic<bool> stop_{false};
+  std::atomic<bool> winding_down_{false};
   std::atomic<uint64_t> beat_{0};       // one more every loop (heartbeat.h)
   std::atomic<int64_t> stall_ms_{0};
   std::thread thread_;

@@ -165,6 +165,15 @@ def main() -> int:
         else:
             print("NO ERROR", flush=True)
         os._exit(0)
+    if scenario == "unmatched_at_exit":
+        # Rank 0 makes a call no other rank makes and leaves (DDP's init
+        # broadcast when another rank raised first): the process ends as on
+        # backend nccl, cleanly, not by the watchdog's timeout meanwhile.
+        work = dist.all_reduce(x, async_op=True) if rank == 0 else None
+        dist.destroy_process_group()
+        del work
+        print(f"FINISHED rank {rank}", flush=True)
+        return 0
     if scenario == "skip_last":
         y = torch.ones(1 << 20, device=device)
         for i in range(200):

@@ -199,3 +199,14 @@ def test_unraised_nan_ends_the_process(mode):
     p, _, log = launch("nan", 1, mode, env_extra=NAN)
     assert p.returncode != 0 and "NO ERROR" not in p.stdout, log[-4000:]
     assert "NaN check" in log and "reached no program thread" in log, log[-4000:]
+
+
+def test_unmatched_call_at_exit_ends_cleanly():
+    # torch's suite, test_ddp_model_diff_shape_across_ranks: on nccl_core rank 0
+    # once died by SIGABRT in destroy_process_group ("ending the process")
+    # where backend nccl ended cleanly.
+    p, seconds, log = launch("unmatched_at_exit", 2, 3)
+    assert p.returncode == 0, log[-4000:]
+    assert "FINISHED rank 0" in p.stdout and "FINISHED rank 1" in p.stdout, log[-4000:]
+    assert "ending the process" not in log, log[-4000:]
+    assert seconds < 60, seconds
