@@ -164,6 +164,9 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
                                   options_->nan_check && !options_->nan_check_strict};
   failures_->start(failing, store_, options_->group_name + "/" + std::to_string(size_), rank_,
                    size_, comm_, [this](OpState& op) { hooks_->finished(op); });
+  if (options_->blocking_wait) {
+    failures_->watchdog()->leave_timeouts_to_wait();
+  }
   if (fast_) {
     failures_->watchdog()->follow(fast_->progress(), [this] { return options_->timeout; });
     // NCCL's abort unmaps the scratch window: our kernels leave it first.

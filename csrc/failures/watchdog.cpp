@@ -95,6 +95,9 @@ bool Watchdog::check_progress(std::chrono::steady_clock::time_point now) {
     return false;
   }
   uint64_t done = progress->done();
+  if (timeouts_to_wait_.load()) {
+    return true;  // a stalled call times out in its wait()
+  }
   if (done != last_done_ || !progress->tracked_pending()) {
     last_done_ = done;
     since_ = now;  // progress, or nothing pending: the clock starts again
@@ -208,8 +211,11 @@ void Watchdog::sweep() {
       return;
     }
   }
+  const bool to_wait = timeouts_to_wait_.load();
   if (!winding) {
-    check_unraised(std::chrono::steady_clock::now());
+    if (!to_wait) {
+      check_unraised(std::chrono::steady_clock::now());
+    }
     if (!check_progress(std::chrono::steady_clock::now())) {
       return;
     }
@@ -234,7 +240,7 @@ void Watchdog::sweep() {
     if (winding) {
       continue;  // retired once finished; the shutdown handles the rest
     }
-    if (e.op->expired(now)) {
+    if (e.op->expired(now) && !to_wait) {
       handle(e.op->timeout_message(e.op->timeout(), ""), true, 0, e.comm);
       return;
     }

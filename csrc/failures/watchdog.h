@@ -91,6 +91,11 @@ class Watchdog {
   // aborts (issue 47: a call that never matched ended the process by
   // SIGABRT while the program was leaving).
   void wind_down() { winding_down_.store(true); }
+  // TORCH_NCCL_BLOCKING_WAIT: timeouts reach the program through wait()
+  // alone, and an error nothing raised never ends the process, as with
+  // backend nccl, which starts no watchdog then.  Errors the GPU reports (an
+  // NCCL async error, a fast-path desync) still fail the works, for wait().
+  void leave_timeouts_to_wait() { timeouts_to_wait_.store(true); }
   // Tests: the thread sleeps `pause` before its next sweep (a stuck watchdog).
   void stall_for(std::chrono::milliseconds pause) { stall_ms_.store(pause.count()); }
   // What happens to the failed works' communicators.
@@ -154,6 +159,7 @@ class Watchdog {
   std::chrono::steady_clock::time_point since_;  // when last_done_ was seen to change
   std::atomic<bool> stop_{false};
   std::atomic<bool> winding_down_{false};
+  std::atomic<bool> timeouts_to_wait_{false};
   std::atomic<uint64_t> beat_{0};       // one more every loop (heartbeat.h)
   std::atomic<int64_t> stall_ms_{0};
   std::thread thread_;

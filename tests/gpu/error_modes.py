@@ -165,6 +165,21 @@ def main() -> int:
         else:
             print("NO ERROR", flush=True)
         os._exit(0)
+    if scenario == "late_wait":
+        # TORCH_NCCL_BLOCKING_WAIT=1: a call stuck past its timeout, and the
+        # program away longer than the unraised-error grace; its wait()
+        # raises the timeout, and nothing ended the process meanwhile.
+        spin(TIMEOUT_S + 12)
+        work = dist.all_reduce(x, async_op=True)
+        time.sleep(TIMEOUT_S + 5)
+        print("ALIVE after the timeout", flush=True)
+        try:
+            work.wait()
+        except Exception as e:  # noqa: BLE001 - printed for the test to check
+            print(f"RAISED {type(e).__name__}: {e}", flush=True)
+        else:
+            print("NO ERROR", flush=True)
+        os._exit(0)
     if scenario == "unmatched_at_exit":
         # Rank 0 makes a call no other rank makes and leaves (DDP's init
         # broadcast when another rank raised first): the process ends as on

@@ -210,3 +210,14 @@ def test_unmatched_call_at_exit_ends_cleanly():
     assert "FINISHED rank 0" in p.stdout and "FINISHED rank 1" in p.stdout, log[-4000:]
     assert "ending the process" not in log, log[-4000:]
     assert seconds < 60, seconds
+
+
+@pytest.mark.parametrize("mode", [2, 3])
+def test_blocking_wait_raises_in_wait_and_never_ends_the_process(mode):
+    # As backend nccl, which starts no watchdog with TORCH_NCCL_BLOCKING_WAIT:
+    # the timeout reaches the program in wait(), however late it waits.
+    p, _, log = launch("late_wait", 1, mode, env_extra={"TORCH_NCCL_BLOCKING_WAIT": "1"})
+    assert p.returncode == 0, log[-4000:]
+    assert "ALIVE after the timeout" in p.stdout, log[-4000:]
+    assert "RAISED DistBackendError" in p.stdout and TIMEOUT_MARK in p.stdout, log[-4000:]
+    assert "ending the process" not in log, log[-4000:]
