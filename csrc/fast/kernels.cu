@@ -122,9 +122,7 @@ __device__ bool barrier(const Shared& s, BlockState& st, const CallTag& tag) {
     if ((v >> kSigBits) == epoch && (v & kSigMask) != st.sig) {
       *(volatile int*)&st.mismatch = 1;
       int peer = i / kBlocks;
-      if (atomicCAS(&s.fault[0], 0ull, pack_fault(peer, v & kSigMask, st.sig)) == 0ull) {
-        s.fault[1] = tag.seq;
-      }
+      record_fault(s.fault, peer, v & kSigMask, st.sig, tag.seq);
     }
   }
   __syncthreads();

@@ -77,6 +77,16 @@ NCCL_CORE_HOST_DEVICE inline unsigned long long pack_fault(int peer, unsigned lo
   return (1ull << 63) | (static_cast<unsigned long long>(peer) << 40) | (peer_sig << kSigBits) |
          my_sig;
 }
+#ifdef __CUDACC__
+// Records the first mismatch any block of the group sees: `fault` is the
+// progress record ([pack_fault(...), seq], progress.h); later ones keep it.
+__device__ inline void record_fault(unsigned long long* fault, int peer, unsigned long long peer_sig,
+                                    unsigned long long my_sig, unsigned long long seq) {
+  if (atomicCAS(&fault[0], 0ull, pack_fault(peer, peer_sig, my_sig)) == 0ull) {
+    fault[1] = seq;
+  }
+}
+#endif
 inline int fault_peer(unsigned long long f) { return static_cast<int>((f >> 40) & 0xffff); }
 inline unsigned long long fault_peer_sig(unsigned long long f) { return (f >> kSigBits) & kSigMask; }
 inline unsigned long long fault_my_sig(unsigned long long f) { return f & kSigMask; }

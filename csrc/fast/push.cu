@@ -56,9 +56,7 @@ __device__ __forceinline__ uint4* slot(const PushShared& s, int at, int source) 
 // Rank `at`'s result slot for chunk `source`, reduced by `source` (second
 // half: never where any call's input lands).
 __device__ __forceinline__ uint4* result_slot(const PushShared& s, int at, int source) {
-  int k = (source - at - 1 + s.nranks) % s.nranks;
-  return reinterpret_cast<uint4*>(s.staging[at] + kPushFlagBytes +
-                                  (s.nranks - 1 + k) * s.slot_bytes);
+  return slot(s, at, source) + (s.nranks - 1) * s.slot_bytes / 16;
 }
 
 // Pack i of this rank's tensor, read or written with the widest access its
@@ -115,9 +113,7 @@ struct BlockCall {
 __device__ void record_mismatch(const PushShared& s, BlockCall& b, int peer,
                                 unsigned long long peer_sig) {
   *(volatile int*)&b.mismatch = 1;
-  if (atomicCAS(&s.fault[0], 0ull, pack_fault(peer, peer_sig, b.flag & kSigMask)) == 0ull) {
-    s.fault[1] = b.seq;
-  }
+  record_fault(s.fault, peer, peer_sig, b.flag & kSigMask, b.seq);
 }
 
 // This block's stores of the phase are issued (release) on every peer's flag;
@@ -251,11 +247,6 @@ __device__ void copy_out(const PushShared& s, const Cut& c) {
   }
 }
 
-// Staging bytes a call of cut `c` needs on every rank (push_staging_bytes).
-__host__ __device__ size_t staging_need(size_t chunk, int nranks) {
-  return kPushFlagBytes + 2 * static_cast<size_t>(nranks - 1) * chunk * 16;
-}
-
 template <class T, int Op>
 __global__ void __launch_bounds__(kThreads)
     push_kernel(PushShared s, Cut c, typename Acc<T>::type scale, CallTag tag) {
@@ -325,7 +316,7 @@ Cut cut_of(size_t bytes, int nranks) {
 
 size_t push_staging_bytes(size_t bytes, int nranks) {
   // Flags, then input and result slots: 2 (nranks - 1) chunks.
-  return staging_need(cut_of(bytes, nranks).chunk, nranks);
+  return kPushFlagBytes + 2 * static_cast<size_t>(nranks - 1) * cut_of(bytes, nranks).chunk * 16;
 }
 
 size_t push_slot_bytes(size_t min_window, int nranks) {

@@ -74,6 +74,17 @@ def _choices(text: str, known: tuple, what: str) -> list[str]:
     return list(dict.fromkeys(items))
 
 
+# torch.distributed's other names for the collectives the bench times (the
+# list forms time their tensor forms: the same NCCL call).
+OP_ALIASES = {"all_gather": "all_gather_into_tensor", "reduce_scatter": "reduce_scatter_tensor",
+              "all_to_all": "all_to_all_single"}
+
+
+def _ops(text: str) -> list[str]:
+    names = [OP_ALIASES.get(t.strip(), t.strip()) for t in text.split(",")]
+    return _choices(",".join(names), OPS, "op")
+
+
 def _sizes(text: str) -> list[int]:
     try:
         return parse_sizes(text)
@@ -95,8 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "time per call, ratio nccl_core / nccl (lower is faster), bus bandwidth, "
                     "every result checked.",
         epilog=USAGE_EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--ops", type=lambda t: _choices(t, OPS, "op"), default=list(OPS),
-                   help="comma-separated collectives (default: all of " + ", ".join(OPS) + ")")
+    p.add_argument("--ops", type=_ops, default=list(OPS),
+                   help="comma-separated collectives (default: all of " + ", ".join(OPS) +
+                        "; all_gather, reduce_scatter and all_to_all name their tensor forms)")
     p.add_argument("--sizes", type=_sizes, default=None,
                    help=f"sizes in bytes: a list and/or ranges that double, e.g. 8B-1GiB, "
                         f"1KiB,64KiB-1MiB (default {DEFAULT_SIZES}; {TOOLING_SIZES} with "

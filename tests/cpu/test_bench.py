@@ -371,6 +371,11 @@ def test_options():
     assert cli.parse_args(["--graph", "8", "--workloads"]).workloads == ["tp", "ddp", "fsdp"]
 
 
+def test_ops_accept_torch_names():
+    a = cli.parse_args(["--ops", "all_gather,reduce_scatter,all_to_all,all_gather_into_tensor"])
+    assert a.ops == ["all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single"]
+
+
 @pytest.mark.parametrize("argv,words", [
     (["--ops", "all_reduce,gather"], "unknown op 'gather'"),
     (["--sizes", "8B-1Q"], "unknown unit"),

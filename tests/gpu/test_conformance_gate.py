@@ -38,10 +38,10 @@ def _visible() -> list[str]:
 
 
 def _run(backend: str, devices: list[str], world: int, out: str) -> subprocess.Popen:
-    env = dict(os.environ, CONFORMANCE_BACKENDS=backend, CONFORMANCE_WORLD=str(world),
-               CONFORMANCE_WORKERS=os.environ.get("NCCL_CORE_CONFORMANCE_WORKERS", "8"),
-               CUDA_VISIBLE_DEVICES=",".join(devices), OUT=out, NCCL_NVLS_ENABLE="0",
-               TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
+    env = launch.env_for({  # NVLink multicast off, the repo on the path
+        "CONFORMANCE_BACKENDS": backend, "CONFORMANCE_WORLD": str(world),
+        "CONFORMANCE_WORKERS": os.environ.get("NCCL_CORE_CONFORMANCE_WORKERS", "8"),
+        "CUDA_VISIBLE_DEVICES": ",".join(devices), "OUT": out})
     k = os.environ.get("NCCL_CORE_CONFORMANCE_K", "")
     cmd = ["bash", "scripts/conformance.sh"] + (["-k", k] if k else [])
     # A session of its own, so that a budget ends it by process group.

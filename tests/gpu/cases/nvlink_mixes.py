@@ -2,7 +2,7 @@
 6): the fast path and the push back to back, copy collectives on several
 streams, two groups at once, and future chains.  Every result is kept and
 checked after the loop (no wait in between), on int32 data that any order of
-summation keeps exact; the path counters show the kernels ran.
+summation keeps exact (common.make's integers); the path counters show the kernels ran.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 
 import nccl_core_backend as nc
-from tests.gpu.cases.common import fail
+from tests.gpu.cases.common import check, fail, make, reduce_ref
 from tests.gpu.registry import case
 
 ROUNDS = 40
@@ -27,18 +27,15 @@ def _group(ctx, push: bool = True):
 
 
 def _ints(ctx, rank, n, salt):
-    return torch.randint(-1000, 1000, (n,), generator=ctx.gen(rank, salt), dtype=torch.int32)
+    return make(ctx, rank, torch.int32, n=n, salt=salt)
 
 
 def _sum(ctx, n, salt):
-    return torch.stack([_ints(ctx, q, n, salt).long() for q in range(ctx.world)]).sum(0)
+    return reduce_ref([_ints(ctx, q, n, salt) for q in range(ctx.world)], "SUM", torch.int32)
 
 
-def _expect_equal(got, want, what):
-    got = got.cpu().long()
-    if not torch.equal(got, want):
-        bad = int((got != want).sum())
-        fail(f"{what}: {bad} of {want.numel()} elements wrong")
+def _expect_equal(ctx, got, want, what):
+    check(got, want, torch.int32, "SUM", ctx.world, what)  # exact for integers
 
 
 @case(nvlink=True, timeout=300)
@@ -60,7 +57,7 @@ def fast_path_and_push_back_to_back(ctx):
     if pushes != 2 * ROUNDS or staged != 2 * ROUNDS:
         fail(f"{staged} fast-path and {pushes} push calls, expected {2 * ROUNDS} of each")
     for t, nbytes, salt in outs:
-        _expect_equal(t, _sum(ctx, nbytes // 4, salt), f"all_reduce of {nbytes} B (salt {salt})")
+        _expect_equal(ctx, t, _sum(ctx, nbytes // 4, salt), f"all_reduce of {nbytes} B (salt {salt})")
     dist.destroy_process_group(g)
 
 
@@ -91,10 +88,10 @@ def copy_collectives_on_several_streams(ctx):
     w, chunk = ctx.world, n // ctx.world
     for i, root, gathered, b, swapped, _ in kept:
         inputs = [_ints(ctx, q, n, 1000 + i) for q in range(w)]
-        _expect_equal(gathered, torch.cat(inputs).long(), f"all_gather round {i}")
-        _expect_equal(b, inputs[root].long(), f"broadcast from {root}, round {i}")
+        _expect_equal(ctx, gathered, torch.cat(inputs), f"all_gather round {i}")
+        _expect_equal(ctx, b, inputs[root], f"broadcast from {root}, round {i}")
         want = torch.cat([inputs[q][ctx.rank * chunk:(ctx.rank + 1) * chunk] for q in range(w)])
-        _expect_equal(swapped, want.long(), f"all_to_all_single round {i}")
+        _expect_equal(ctx, swapped, want, f"all_to_all_single round {i}")
     dist.destroy_process_group(g)
 
 
@@ -114,7 +111,7 @@ def two_groups_at_once(ctx):
             outs.append((t, nbytes, salt))
     torch.cuda.synchronize(ctx.device)
     for t, nbytes, salt in outs:
-        _expect_equal(t, _sum(ctx, nbytes // 4, salt), f"all_reduce of {nbytes} B (salt {salt})")
+        _expect_equal(ctx, t, _sum(ctx, nbytes // 4, salt), f"all_reduce of {nbytes} B (salt {salt})")
     for g in groups:
         if g._get_backend(ctx.device)._push_calls() != ROUNDS // 2:
             fail(f"a group made {g._get_backend(ctx.device)._push_calls()} push calls, "
@@ -136,6 +133,6 @@ def future_chains_on_both_kernels(ctx):
         chained.append((plus, nbytes, salt))
     for fut, nbytes, salt in chained:
         got = fut.wait()
-        _expect_equal(got, _sum(ctx, nbytes // 4, salt) * 2 + 1,
+        _expect_equal(ctx, got, _sum(ctx, nbytes // 4, salt) * 2 + 1,
                       f"then() chain after an all_reduce of {nbytes} B")
     dist.destroy_process_group(g)

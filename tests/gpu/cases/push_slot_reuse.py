@@ -28,7 +28,7 @@ import torch
 import torch.distributed as dist
 
 import nccl_core_backend as nc
-from tests.gpu.cases.common import fail
+from tests.gpu.cases.common import fail, make, reduce_ref
 from tests.gpu.registry import case
 
 SMALL = (16 << 20) // 4  # int32 elements: 16 MiB
@@ -65,8 +65,7 @@ def _stop(proc: subprocess.Popen) -> None:
 
 
 def _bases(ctx, n: int, salt: int) -> list[torch.Tensor]:
-    return [torch.randint(-1000, 1000, (n,), generator=ctx.gen(q, salt), dtype=torch.int32)
-            for q in range(ctx.world)]
+    return [make(ctx, q, torch.int32, n=n, salt=salt) for q in range(ctx.world)]
 
 
 @case(nvlink=True, timeout=300)
@@ -80,8 +79,8 @@ def push_calls_of_different_sizes_keep_their_results(ctx):
     backend = g._get_backend(ctx.device)
     small_bases, large_bases = _bases(ctx, SMALL, 1), _bases(ctx, LARGE, 2)
     # Reference sums in int64 on the CPU; pair i adds i * (q + 1) on rank q.
-    small_ref = torch.stack([b.long() for b in small_bases]).sum(0).to(ctx.device)
-    large_ref = torch.stack([b.long() for b in large_bases]).sum(0).to(ctx.device)
+    small_ref = reduce_ref(small_bases, "SUM", torch.int32).to(ctx.device)
+    large_ref = reduce_ref(large_bases, "SUM", torch.int32).to(ctx.device)
     step = ctx.world * (ctx.world + 1) // 2
     mine_small = small_bases[ctx.rank].to(ctx.device)
     mine_large = large_bases[ctx.rank].to(ctx.device)
