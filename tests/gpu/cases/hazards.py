@@ -18,16 +18,16 @@ import torch
 import torch.distributed as dist
 
 import nccl_core_backend as nc
-from tests.gpu.cases.common import expect_raises, fail, sanity
+from tests.gpu.cases.common import expect_raises, fail, make, reduce_ref, sanity
 from tests.gpu.registry import case
 
 
 def _ints(ctx, rank, n, salt):
-    return torch.randint(-1000, 1000, (n,), generator=ctx.gen(rank, salt), dtype=torch.int32)
+    return make(ctx, rank, torch.int32, n=n, salt=salt)
 
 
 def _sum(ctx, n, salt):
-    return torch.stack([_ints(ctx, q, n, salt).long() for q in range(ctx.world)]).sum(0)
+    return reduce_ref([_ints(ctx, q, n, salt) for q in range(ctx.world)], "SUM", torch.int32)
 
 
 def _push_group(ctx):
