@@ -22,6 +22,10 @@ def register() -> None:
     dist.Backend.register_backend(
         BACKEND_NAME, create_backend, extended_api=True, devices=["cuda"]
     )
+    # torch < 2.15 splits new groups of any backend from ours: see _split_rule.
+    from nccl_core_backend import _split_rule
+
+    _split_rule.install()
 
 
 def split_color(ranks) -> int:
@@ -44,31 +48,23 @@ def unwrap(backend):
 def _split_source(global_ranks):
     """The default group's nccl_core backend, if new groups split from it.
 
-    Decided by torch's own rule where torch has one (``_get_split_source``):
-    the ranks left out of a new group call ``perform_nocolor_split`` on exactly
-    the backend it returns, so members must split from the same one.
+    Decided by torch's own rule (``_get_split_source``, with the backend check
+    of torch >= 2.15 on any torch: ``_split_rule``): the ranks left out of a
+    new group call ``perform_nocolor_split`` on exactly the backend it
+    returns, so members must split from the same one.
     """
-    import inspect
-
     import torch.distributed as dist
     from torch.distributed import distributed_c10d as c10d
 
-    from nccl_core_backend import _C
+    from nccl_core_backend import _C, _split_rule
 
     if not global_ranks or not dist.is_initialized():
         return None
     default = c10d._get_default_group()
-    device = default.bound_device_id
-    if device is None:
+    if default.bound_device_id is None:
         return None
-    torch_rule = getattr(c10d, "_get_split_source", None)
     try:
-        if torch_rule is None:
-            parent = default._get_backend(device)
-        elif len(inspect.signature(torch_rule).parameters) >= 2:
-            parent = torch_rule(default, BACKEND_NAME)
-        else:
-            parent = torch_rule(default)
+        parent = _split_rule.split_source(default, BACKEND_NAME)
     except RuntimeError:
         return None
     parent = unwrap(parent)

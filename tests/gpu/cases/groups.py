@@ -59,6 +59,30 @@ def new_subgroups(ctx):
 
 
 # torch splits only from a default group bound to a device (device_id=).
+@case(timeout=120)
+def subgroups_of_other_backends(ctx):
+    # torch 2.11 split every new group from an eager default group's backend:
+    # new_group(backend="nccl") raised a TypeError, and the ranks outside a
+    # gloo subgroup ran a no-color split its members never joined (a hang at
+    # the next default-group call).  nccl_core_backend/_split_rule.py.
+    every = dist.new_group(list(range(ctx.world)), backend="nccl")
+    x = torch.full((7,), float(ctx.rank + 1), device=ctx.device)
+    dist.all_reduce(x, group=every)
+    assert torch.all(x.cpu() == ctx.world * (ctx.world + 1) / 2), "all_reduce on a nccl group: wrong sum"
+    first_gloo = dist.new_group([0], backend="gloo")
+    first_nccl = dist.new_group([0], backend="nccl")
+    if ctx.rank == 0:
+        c = torch.ones(3)
+        dist.all_reduce(c, group=first_gloo)
+        y = torch.ones(3, device=ctx.device)
+        dist.all_reduce(y, group=first_nccl)
+        assert torch.all(c == 1) and torch.all(y.cpu() == 1), "one-rank groups: wrong sum"
+    sanity(ctx)  # the default group: a stray no-color split would hang it
+    for g in (every, first_gloo, first_nccl):
+        if g is not dist.GroupMember.NON_GROUP_MEMBER:
+            dist.destroy_process_group(g)
+
+
 @case(mode="eager")
 def split_group_and_split_of_split(ctx):
     w = ctx.world

@@ -81,8 +81,10 @@ def hazard_g_symmetric_pool_of_other_segment_sizes(ctx):
     sanity(ctx, g)
     be = g._get_backend(ctx.device)
     pool = torch.cuda.MemPool(be.mem_allocator)
-    # One segment on every rank; 4 MiB on rank 0, 8 MiB on the others.
-    mib = 4 if ctx.rank == 0 else 8
+    # One segment on every rank; 16 MiB on rank 0, 32 MiB on the others.  (The
+    # caching allocator gives every request from 1 to 10 MiB a 20 MiB segment:
+    # 4 and 8 MiB would make segments of one size.)
+    mib = 16 if ctx.rank == 0 else 32
     with torch.cuda.use_mem_pool(pool):
         held = torch.empty((mib << 20) // 4, device=ctx.device)
     t0 = time.time()
