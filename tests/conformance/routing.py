@@ -50,7 +50,9 @@ def install() -> None:
         out = helper(group_size, group_rank, global_ranks_in_group, as_nccl_core(backend),
                      *args, **kwargs)
         pg = out[0] if isinstance(out, tuple) else out
-        if pg is not None and type(pg).__name__ != "_NonGroupMember":
+        # Ranks outside the group get GroupMember.NON_GROUP_MEMBER (an int
+        # on torch 2.11): only a ProcessGroup has a backend to check.
+        if isinstance(pg, c10d.ProcessGroup):
             check_routed(pg, backend)
         return out
 

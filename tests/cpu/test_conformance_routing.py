@@ -74,3 +74,23 @@ def test_debug_wrapper_is_looked_through():
             self.wrapped_pg = inner
 
     check_routed(_Group(_ProcessGroupWrapper(ProcessGroupNcclCore())), "nccl")
+
+
+def test_ranks_outside_a_new_group_are_not_checked(monkeypatch):
+    # torch 2.11 hands non-members GroupMember.NON_GROUP_MEMBER, an int
+    # (test_ddp_device_mesh_initialization failed on it, 2xH200).
+    from torch.distributed import distributed_c10d as c10d
+
+    from tests.conformance import routing
+
+    asked = []
+
+    def helper(group_size, group_rank, global_ranks_in_group, backend, *args, **kwargs):
+        asked.append(backend)
+        return c10d.GroupMember.NON_GROUP_MEMBER, None
+
+    monkeypatch.setattr(c10d, "_new_process_group_helper", helper)
+    routing.install()
+    out = c10d._new_process_group_helper(2, 0, [1], "nccl", None, "g")
+    assert out == (c10d.GroupMember.NON_GROUP_MEMBER, None)
+    assert asked == ["nccl_core"]
