@@ -3,7 +3,10 @@
 one GPU would starve the other jobs the tiers run on it):
 
 b. a graph captured on a push call, replayed after an eager call grew the
-   staging window (the old window was closed and freed under the graph);
+   staging window (the old window was closed and freed under the graph).
+   It passed on 217b9d7 as well (2xH200, NCCL 2.28.9): the freed window
+   still answered the replays there, so this case guards the fix (the
+   window is kept while a graph uses it) without showing the old failure;
 g. register_mem_pool(symm=True) with as many segments on every rank but of
    other sizes (the k-th windows paired memory of different sizes);
 h. the first fast-path call of a group behind a long kernel on the caller's
