@@ -35,6 +35,18 @@ def _meta(job, args) -> dict:
             "ratio": "nccl_core / nccl time (lower: nccl_core faster)"}
 
 
+def _anchor(job, args, meta: dict):
+    """The anchor of --anchor, or None; meta["anchor"] says what ran or why not."""
+    if not args.anchor:
+        return None
+    from nccl_core_backend.bench import anchor
+
+    why = anchor.why_not(args.torch_dtype, job.world)
+    meta["anchor"] = {"name": args.anchor, "ran": why is None, "why": why,
+                      "notes": anchor.notes(job.world, args.anchor_max_bytes) if why is None else []}
+    return None if why else anchor.Anchor(job, args.torch_dtype, args.anchor_max_bytes)
+
+
 def _check_against_world(args, world: int) -> None:
     """Arguments whose validity depends on the world size."""
     from nccl_core_backend.bench.data import pattern_for
@@ -89,7 +101,8 @@ def _run(job, args, progress) -> dict:
 
         result["collectives"] = run_sweep(job, args.ops, args.sizes, args.torch_dtype, args.iters,
                                           args.warmup, args.rounds, args.graph,
-                                          args.graph_max_bytes, progress, args.memory)
+                                          args.graph_max_bytes, progress, args.memory,
+                                          _anchor(job, args, result["meta"]))
         return result
     from nccl_core_backend.bench import training
     from nccl_core_backend.bench.tp_decode import run_tp_decode

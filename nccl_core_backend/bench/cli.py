@@ -22,6 +22,8 @@ examples:
   torchrun --nproc-per-node=2 -m nccl_core_backend.bench
   torchrun --nproc-per-node=4 -m nccl_core_backend.bench --ops all_reduce --sizes 8B-64MiB \\
       --graph --json results.json --plot busbw.png
+  torchrun --nproc-per-node=4 -m nccl_core_backend.bench --ops all_reduce --sizes 1KiB-16MiB \
+      --dtype bfloat16 --graph --anchor symm_mem    # beside torch's SymmetricMemory kernels
   torchrun --nproc-per-node=2 -m nccl_core_backend.bench --workloads --json workloads.json
   torchrun --nproc-per-node=1 -m nccl_core_backend.bench --tooling    # timing, NaN check, hooks
   torchrun --nproc-per-node=2 -m nccl_core_backend.bench --footprint  # peak and held memory
@@ -129,6 +131,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "at each size up to --graph-max-bytes")
     p.add_argument("--graph-max-bytes", type=_size, default=4 << 20, metavar="SIZE",
                    help="largest size of the graph rows (default 4MiB)")
+    p.add_argument("--anchor", choices=["symm_mem"], default=None,
+                   help="symm_mem: all_reduce rows (and graph rows) also time torch's "
+                        "SymmetricMemory one-shot and two-shot kernels on symm_mem.empty "
+                        "buffers, beside both backends (float32 and bfloat16)")
+    p.add_argument("--anchor-max-bytes", type=_size, default=16 << 20, metavar="SIZE",
+                   help="largest all_reduce size of the anchor rows (default 16MiB)")
     p.add_argument("--workloads", type=lambda t: _choices(t, WORKLOADS, "workload"), nargs="?",
                    const=list(WORKLOADS), default=None, metavar="LIST",
                    help="run the workloads instead of the collectives: tp (tensor-parallel "
@@ -171,6 +179,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if sum(map(bool, (args.tooling, args.workloads, args.footprint))) > 1:
         p.error("--tooling, --workloads and --footprint are separate runs: pick one")
+    other_run = "--tooling" if args.tooling else "--footprint" if args.footprint else \
+        "--workloads" if args.workloads else ""
+    if args.anchor and other_run:
+        p.error(f"--anchor adds rows to the collectives sweep; {other_run} is a separate run")
+    if args.anchor and "all_reduce" not in args.ops and not args.graph:
+        p.error("--anchor times all_reduce: add all_reduce to --ops (or --graph)")
     table_only = "--tooling" if args.tooling else "--footprint" if args.footprint else ""
     if table_only and args.plot:
         p.error(f"--plot draws collectives and workloads; {table_only}'s rows are a table "

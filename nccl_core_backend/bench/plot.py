@@ -14,12 +14,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from nccl_core_backend.bench.anchor import KINDS as ANCHOR_KINDS
+from nccl_core_backend.bench.anchor import LABELS as ANCHOR_LABELS
 from nccl_core_backend.bench.job import CORE, NCCL
 from nccl_core_backend.bench.report import load_json, op_label
 from nccl_core_backend.bench.sizes import format_bytes
 
 LATER = "python -m nccl_core_backend.bench.plot results.json out.png"
-COLORS = {CORE: "tab:green", NCCL: "tab:gray"}
+COLORS = {CORE: "tab:green", NCCL: "tab:gray", "symm_one_shot": "tab:blue",
+          "symm_two_shot": "tab:orange"}
 
 
 def have_matplotlib() -> bool:
@@ -60,6 +63,13 @@ def plot(result: dict, path: str) -> None:
         top, bottom = axes[0][col], axes[1][col]
         for be in (CORE, NCCL):
             top.plot(xs, [r[be]["us"] for r in rows], "o-", ms=3, color=COLORS[be], label=be)
+        for k in ANCHOR_KINDS:  # --anchor symm_mem: torch's kernels, where they ran
+            pts = [(r["bytes"], r[k]["us"], r["anchor_ratio"][k]) for r in rows if k in r]
+            if pts:
+                top.plot([p[0] for p in pts], [p[1] for p in pts], "s--", ms=3, color=COLORS[k],
+                         label=ANCHOR_LABELS[k])
+                bottom.plot([p[0] for p in pts], [float("nan") if p[2] is None else p[2] for p in pts],
+                            "s--", ms=3, color=COLORS[k], label=f"nccl_core / {ANCHOR_LABELS[k]}")
         top.set_xscale("log", base=2)
         top.set_yscale("log")
         top.set_title(label, fontsize=10)
@@ -75,6 +85,9 @@ def plot(result: dict, path: str) -> None:
         bottom.set_xlabel("size")
         bottom.set_ylabel("time ratio nccl_core / nccl")
         bottom.grid(True, alpha=0.3)
+        if any(k in r for r in rows for k in ANCHOR_KINDS):
+            top.legend(fontsize=7)
+            bottom.legend(fontsize=7)
     if work:
         top, bottom = axes[0][-1], axes[1][-1]
         names = [f"{r['workload']}\n{r['label']}" for r in work]

@@ -11,7 +11,10 @@ bool, every rank's check passed).  A workload row holds ``workload``,
 ``baseline``, ``comm_us`` (per backend) and ``comm_ratio``.  A tooling row
 (``--tooling``) holds ``setting``, ``bytes``, ``iters``, ``rounds``, the two
 timings (``us`` per all_reduce until the GPU finished, ``host_us`` until the
-last call returned), ``ratio``, ``host_ratio`` and ``correct``.
+last call returned), ``ratio``, ``host_ratio`` and ``correct``.  With
+``--anchor symm_mem``, all_reduce rows also hold ``symm_one_shot`` and
+``symm_two_shot`` timings, ``anchor_ratio`` (nccl_core us / each) and their
+``correct`` flags; ``meta.anchor`` says whether the anchor ran and, if not, why.
 """
 
 from __future__ import annotations
@@ -56,6 +59,34 @@ def collectives_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def anchor_lines(meta: dict) -> list[str]:
+    """What the anchor did: its notes, or the one line saying why it did not run."""
+    a = meta.get("anchor")
+    if not a:
+        return []
+    if not a["ran"]:
+        return [f"anchor {a['name']}: not run: {a['why']}"]
+    return [f"anchor {a['name']}: torch's one_shot_all_reduce and two_shot_all_reduce_ on "
+            f"symm_mem.empty buffers (multicast off); " + "; ".join(a.get("notes", []))]
+
+
+def anchor_table(rows: list[dict]) -> str:
+    """Markdown: the rows that timed torch's SymmetricMemory kernels too."""
+    from nccl_core_backend.bench.anchor import KINDS, LABELS
+
+    lines = ["| op | size | nccl_core µs | nccl µs | " + " | ".join(f"{LABELS[k]} µs" for k in KINDS)
+             + " | " + " | ".join(f"nccl_core / {LABELS[k]}" for k in KINDS) + " | correct |",
+             "|---|---:|---:|---:|" + "---:|" * (2 * len(KINDS)) + "---|"]
+    for r in rows:
+        if "anchor_ratio" not in r:
+            continue
+        times = " | ".join(_us(r[k]["us"]) if k in r else "-" for k in KINDS)
+        ratios = " | ".join(_ratio(r["anchor_ratio"].get(k)) for k in KINDS)
+        lines.append(f"| {op_label(r)} | {format_bytes(r['bytes'])} | {_us(r[CORE]['us'])} | "
+                     f"{_us(r[NCCL]['us'])} | {times} | {ratios} | {correct_cell(r['correct'])} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def workloads_table(rows: list[dict]) -> str:
     """Markdown: one line per workload configuration; steps in ms, communication in µs."""
     lines = ["| workload | config | nccl_core ms | nccl ms | ratio | comm-only nccl_core µs | "
@@ -95,8 +126,12 @@ def header(meta: dict) -> str:
 def render(result: dict) -> str:
     """The whole report as text (markdown tables under a header)."""
     parts = [header(result["meta"])]
+    parts += anchor_lines(result["meta"])
     if result.get("collectives"):
         parts += ["", collectives_table(result["collectives"])]
+        anchored = anchor_table(result["collectives"])
+        if anchored:
+            parts += ["", anchored]
     if result.get("workloads"):
         parts += ["", workloads_table(result["workloads"])]
     if result.get("tooling"):

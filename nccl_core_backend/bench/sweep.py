@@ -3,7 +3,9 @@
 Per row: both backends get their own buffers, each is checked on fresh data
 (before and after its timed calls), then the timed calls alternate between
 the backends in rounds (timing.interleaved).  A row's time is the median µs
-per call; its ratio is nccl_core / nccl (below 1: nccl_core is faster).
+per call; its ratio is nccl_core / nccl (below 1: nccl_core is faster).  With
+an anchor (anchor.py), all_reduce rows also time torch's SymmetricMemory
+kernels in the same rounds; ``anchor_ratio`` is nccl_core / each of them.
 """
 
 from __future__ import annotations
@@ -38,9 +40,9 @@ def graph_rows_wanted(sizes: list[int], count: int, max_bytes: int) -> list[int]
 
 def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, warmup: int,
               rounds: int, graph_count: int, graph_max_bytes: int, progress,
-              memory: str = "plain") -> list[dict]:
+              memory: str = "plain", anchor=None) -> list[dict]:
     """Rows of the sweep, this rank's view (correctness flags are this rank's;
-    __main__ combines every rank's)."""
+    __main__ combines every rank's).  `anchor`: an anchor.Anchor or None."""
     alloc = ALLOCATORS[memory]
     pool = EventPool()
     pat = pattern_for(dtype, job.world)
@@ -53,14 +55,20 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
             cases = {name: Case(op, size, job.world, job.rank, job.device, dtype, alloc)
                      for name in job.groups}
             ok = {name: cases[name].check(g, pat, rng.randrange(pat.k)) for name, g in job.groups.items()}
-            samples = interleaved({name: (lambda c=cases[name], g=g: c.call(g))
-                                   for name, g in job.groups.items()},
-                                  n_iter, warmup, rounds, job.sync, pool)
+            extra = {}
+            if anchor is not None and op == "all_reduce":
+                extra = {k: anchor.case(k, cases[CORE].n) for k in anchor.kinds(cases[CORE].bytes)}
+            ok.update({k: c.check(pat, rng.randrange(pat.k)) for k, c in extra.items()})
+            calls = {name: (lambda c=cases[name], g=g: c.call(g)) for name, g in job.groups.items()}
+            calls.update({k: c.call for k, c in extra.items()})
+            samples = interleaved(calls, n_iter, warmup, rounds, job.sync, pool)
             for name, g in job.groups.items():
                 ok[name] = cases[name].check(g, pat, rng.randrange(pat.k)) and ok[name]
+            for k, c in extra.items():
+                ok[k] = c.check(pat, rng.randrange(pat.k)) and ok[k]
             nbytes = cases[CORE].bytes
             rows.append(_row(job, op, nbytes, dname, n_iter, samples, ok))
-            del cases
+            del cases, extra
             if size >= 64 << 20:
                 torch.cuda.empty_cache()
             progress.step(f"{op} {format_bytes(nbytes)}")
@@ -68,6 +76,9 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
         n_iter = iters or auto_iters(size * graph_count)  # replays
         cases = {name: GraphCase(size, graph_count, job.world, job.rank, job.device, dtype, g, alloc)
                  for name, g in job.groups.items()}
+        if anchor is not None:
+            cases.update({k: anchor.graph_case(k, cases[CORE].n, graph_count)
+                          for k in anchor.kinds(cases[CORE].bytes)})
         ok = {name: c.check(pat, rng.randrange(pat.k)) for name, c in cases.items()}
         samples = interleaved({name: c.call for name, c in cases.items()}, n_iter,
                               min(warmup, 3), rounds, job.sync, pool)
@@ -82,10 +93,17 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
     return rows
 
 
+def _per(a: dict, b: dict):
+    return a["us"] / b["us"] if b["us"] > 0 else None
+
+
 def _row(job, op, nbytes, dname, n_iter, samples, ok, per: int = 1) -> dict:
     row = {"op": op, "bytes": nbytes, "dtype": dname, "iters": n_iter}
-    for name in job.groups:
+    for name in samples:
         row[name] = _timing(job, op, nbytes, samples[name], per)
-    row["ratio"] = row[CORE]["us"] / row[NCCL]["us"] if row[NCCL]["us"] > 0 else None
+    row["ratio"] = _per(row[CORE], row[NCCL])
+    anchors = [name for name in samples if name not in job.groups]
+    if anchors:
+        row["anchor_ratio"] = {k: _per(row[CORE], row[k]) for k in anchors}
     row["correct"] = dict(ok)
     return row

@@ -135,3 +135,23 @@ def test_footprint_rows():
     loop = rows[0]
     assert loop["nccl_core"]["held_mib"] <= 1, loop
     assert "| drop loop | 2 x 8 MiB |" in out and "WRONG" not in out
+
+
+def test_anchor_symm_mem_beside_both_backends():
+    # torch's SymmetricMemory kernels need peers' memory mapped: real GPUs.
+    if launch.gpus() < 2:
+        pytest.skip(f"torch's SymmetricMemory kernels need one GPU per rank: {launch.gpus()} GPU(s)")
+    result, out = _bench("anchor", "--ops", "all_reduce", "--sizes", "8B,64KiB,1MiB,32MiB",
+                         "--dtype", "bfloat16", "--iters", "6", "--warmup", "2", "--rounds", "2",
+                         "--graph", "4", "--graph-max-bytes", "64KiB", "--anchor", "symm_mem")
+    meta, rows, world = result["meta"], result["collectives"], result["meta"]["world"]
+    assert meta["anchor"]["ran"] is True, meta["anchor"]
+    kinds = ["symm_one_shot"] + (["symm_two_shot"] if world in (2, 4, 8) else [])
+    by = {(r["op"], r["bytes"]): r for r in rows}
+    for key in [("all_reduce", 64 << 10), ("all_reduce", 1 << 20), ("all_reduce_graph", 64 << 10)]:
+        r = by[key]
+        for k in kinds:
+            assert _timing_ok(r[k]) and r["anchor_ratio"][k] > 0 and r["correct"][k] is True, r
+    # 8 B is below 16 bytes and 32 MiB above --anchor-max-bytes: no anchor there
+    assert all("anchor_ratio" not in r for r in rows if r["bytes"] < 16 or r["bytes"] > 16 << 20)
+    assert "anchor symm_mem: torch's one_shot_all_reduce" in out and "WRONG" not in out
