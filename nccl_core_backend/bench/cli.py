@@ -131,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "at each size up to --graph-max-bytes")
     p.add_argument("--graph-max-bytes", type=_size, default=4 << 20, metavar="SIZE",
                    help="largest size of the graph rows (default 4MiB)")
+    p.add_argument("--host-phases", action="store_true",
+                   help="also record where nccl_core's host time goes in each eager row "
+                        "(setup, Work, stream guard, enqueue, epilogue, end event, watchdog, "
+                        "wait; the fast path's checks, launch and ordering): a third table. "
+                        "Each phase costs a clock read, which this run's ratios carry")
     p.add_argument("--anchor", choices=["symm_mem"], default=None,
                    help="symm_mem: all_reduce rows (and graph rows) also time torch's "
                         "SymmetricMemory one-shot and two-shot kernels on symm_mem.empty "
@@ -181,6 +186,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--tooling, --workloads and --footprint are separate runs: pick one")
     other_run = "--tooling" if args.tooling else "--footprint" if args.footprint else \
         "--workloads" if args.workloads else ""
+    if args.host_phases and other_run:
+        p.error(f"--host-phases adds a table to the collectives sweep; {other_run} is a separate run")
     if args.anchor and other_run:
         p.error(f"--anchor adds rows to the collectives sweep; {other_run} is a separate run")
     if args.anchor and "all_reduce" not in args.ops and not args.graph:

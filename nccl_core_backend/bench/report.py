@@ -15,6 +15,8 @@ last call returned), ``ratio``, ``host_ratio`` and ``correct``.  With
 ``--anchor symm_mem``, all_reduce rows also hold ``symm_one_shot`` and
 ``symm_two_shot`` timings, ``anchor_ratio`` (nccl_core us / each) and their
 ``correct`` flags; ``meta.anchor`` says whether the anchor ran and, if not, why.
+With ``--host-phases``, eager rows hold ``host_phases``: nccl_core's host µs
+per call by phase (csrc/util/host_profile.h).
 """
 
 from __future__ import annotations
@@ -87,6 +89,23 @@ def anchor_table(rows: list[dict]) -> str:
     return "\n".join(lines) if len(lines) > 2 else ""
 
 
+def host_phases_table(rows: list[dict]) -> str:
+    """Markdown: nccl_core's host µs per call by phase (--host-phases), the
+    phases in call order as the rows name them; '' when no row has them."""
+    rows = [r for r in rows if r.get("host_phases")]
+    if not rows:
+        return ""
+    names: list[str] = []
+    for r in rows:
+        names += [n for n in r["host_phases"] if n not in names]
+    lines = ["| op | size | nccl_core µs | " + " | ".join(names) + " |",
+             "|---|---:|---:|" + "---:|" * len(names)]
+    for r in rows:
+        cells = " | ".join(_us(r["host_phases"][n]) if n in r["host_phases"] else "-" for n in names)
+        lines.append(f"| {op_label(r)} | {format_bytes(r['bytes'])} | {_us(r[CORE]['us'])} | {cells} |")
+    return "\n".join(lines)
+
+
 def workloads_table(rows: list[dict]) -> str:
     """Markdown: one line per workload configuration; steps in ms, communication in µs."""
     lines = ["| workload | config | nccl_core ms | nccl ms | ratio | comm-only nccl_core µs | "
@@ -132,6 +151,10 @@ def render(result: dict) -> str:
         anchored = anchor_table(result["collectives"])
         if anchored:
             parts += ["", anchored]
+        phases = host_phases_table(result["collectives"])
+        if phases:
+            parts += ["", "nccl_core's host µs per call, by phase (--host-phases; the "
+                      "(enqueue: ...) phases are parts of enqueue):", phases]
     if result.get("workloads"):
         parts += ["", workloads_table(result["workloads"])]
     if result.get("tooling"):

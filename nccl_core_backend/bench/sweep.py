@@ -40,9 +40,10 @@ def graph_rows_wanted(sizes: list[int], count: int, max_bytes: int) -> list[int]
 
 def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, warmup: int,
               rounds: int, graph_count: int, graph_max_bytes: int, progress,
-              memory: str = "plain", anchor=None) -> list[dict]:
+              memory: str = "plain", anchor=None, host_phases: bool = False) -> list[dict]:
     """Rows of the sweep, this rank's view (correctness flags are this rank's;
-    __main__ combines every rank's).  `anchor`: an anchor.Anchor or None."""
+    __main__ combines every rank's).  `anchor`: an anchor.Anchor or None.
+    `host_phases`: eager rows also get nccl_core's host µs per call by phase."""
     alloc = ALLOCATORS[memory]
     pool = EventPool()
     pat = pattern_for(dtype, job.world)
@@ -61,13 +62,17 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
             ok.update({k: c.check(pat, rng.randrange(pat.k)) for k, c in extra.items()})
             calls = {name: (lambda c=cases[name], g=g: c.call(g)) for name, g in job.groups.items()}
             calls.update({k: c.call for k, c in extra.items()})
+            profile = HostPhases(host_phases)
             samples = interleaved(calls, n_iter, warmup, rounds, job.sync, pool)
+            phases = profile.take()
             for name, g in job.groups.items():
                 ok[name] = cases[name].check(g, pat, rng.randrange(pat.k)) and ok[name]
             for k, c in extra.items():
                 ok[k] = c.check(pat, rng.randrange(pat.k)) and ok[k]
             nbytes = cases[CORE].bytes
             rows.append(_row(job, op, nbytes, dname, n_iter, samples, ok))
+            if phases:
+                rows[-1]["host_phases"] = phases
             del cases, extra
             if size >= 64 << 20:
                 torch.cuda.empty_cache()
@@ -91,6 +96,27 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
         del cases
         progress.step(f"graph of {graph_count} all_reduces, {format_bytes(row['bytes'])} each")
     return rows
+
+
+class HostPhases:
+    """nccl_core's host time per call by phase (csrc/util/host_profile.h)
+    over one row's timed calls; nothing where not asked for."""
+
+    def __init__(self, on: bool):
+        self.on = on
+        if on:
+            from nccl_core_backend import _C
+
+            _C._host_profile(enable=True, reset=True)
+
+    def take(self) -> dict:
+        """{phase: mean µs per call} of the phases that ran; profiling off again."""
+        if not self.on:
+            return {}
+        from nccl_core_backend import _C
+
+        snap = _C._host_profile(enable=False, reset=True)
+        return {name: round(us, 3) for name, (calls, us) in snap.items() if calls}
 
 
 def _per(a: dict, b: dict):

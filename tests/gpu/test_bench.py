@@ -155,3 +155,15 @@ def test_anchor_symm_mem_beside_both_backends():
     # 8 B is below 16 bytes and 32 MiB above --anchor-max-bytes: no anchor there
     assert all("anchor_ratio" not in r for r in rows if r["bytes"] < 16 or r["bytes"] > 16 << 20)
     assert "anchor symm_mem: torch's one_shot_all_reduce" in out and "WRONG" not in out
+
+
+def test_host_phases_of_each_eager_row():
+    result, out = _bench("phases", "--ops", "all_reduce,broadcast", "--sizes", "1KiB,1MiB", "--iters", "6",
+                         "--warmup", "2", "--rounds", "2", "--host-phases")
+    rows = result["collectives"]
+    assert len(rows) == 4
+    for r in rows:
+        phases = r["host_phases"]
+        assert {"setup", "work", "enqueue", "record"} <= set(phases), r
+        assert all(us >= 0 for us in phases.values()) and phases["enqueue"] > 0, r
+    assert "by phase (--host-phases" in out and "WRONG" not in out
