@@ -163,10 +163,29 @@ def render(result: dict) -> str:
         from nccl_core_backend.bench.footprint import footprint_table
 
         parts += ["", footprint_table(result["footprint"])]
+    slow = slower_rows(result)
+    if slow:
+        parts += ["", f"SLOWER THAN nccl BY MORE THAN {SLOWER_MARGIN:.0%} (issue 48): " + "; ".join(slow)]
     wrong = wrong_results(result)
     if wrong:
         parts += ["", "WRONG RESULTS: " + "; ".join(wrong)]
     return "\n".join(parts)
+
+
+# nccl_core may be this much slower than nccl on a row before the report
+# names it (the run-to-run spread of a median; issue 48's limit).
+SLOWER_MARGIN = 0.02
+
+
+def slower_rows(result: dict, margin: float = SLOWER_MARGIN) -> list[str]:
+    """One line per collectives row whose ratio is above 1 + margin, with the
+    path nccl_core took there: the rows the path table must change."""
+    out = []
+    for r in result.get("collectives", []):
+        if r.get("ratio") is not None and r["ratio"] > 1 + margin:
+            out.append(f"{op_label(r)} {format_bytes(r['bytes'])} {r['ratio']:.2f} "
+                       f"(path {r.get('path', '?')})")
+    return out
 
 
 def wrong_results(result: dict) -> list[str]:

@@ -150,3 +150,14 @@ def test_plot_draws_the_anchor(tmp_path):
     out = tmp_path / "a.png"
     plot(anchored_result(), str(out))
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_rows_slower_than_nccl_are_named_with_their_path():
+    r = anchored_result()
+    r["collectives"][2]["ratio"] = 1.03
+    r["collectives"][2]["path"] = "nccl"
+    r["collectives"][1]["ratio"] = 1.02  # within the margin
+    assert report.slower_rows(r) == ["all_reduce 64 MiB 1.03 (path nccl)"]
+    assert report.render(r).splitlines()[-1] == \
+        "SLOWER THAN nccl BY MORE THAN 2% (issue 48): all_reduce 64 MiB 1.03 (path nccl)"
+    assert report.slower_rows(anchored_result()) == []
