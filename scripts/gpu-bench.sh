@@ -3,13 +3,7 @@
 # after scripts/gpu-test.sh has built the extension).  Results go to
 # ${OUT:-out}/bench.tgz; the markdown tables are printed.
 set -uo pipefail
-cd "$(dirname "$0")/.."
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-DEST=${OUT:-out}
-WORK=$(mktemp -d /tmp/nccl_core_bench.XXXX)
-mkdir -p "$DEST"
-trap 'tar czf "$DEST/bench.tgz" -C "$WORK" . 2>/dev/null' EXIT
-gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
+source "$(dirname "$0")/gpu-results.sh" bench
 # NCCL_CORE_BENCH_WORLDS picks the world sizes (default "2 4");
 # NCCL_CORE_BENCH_MIN_BYTES / NCCL_CORE_BENCH_MAX_BYTES bound the main sweep
 # (default 8 B .. 1 GiB);

@@ -8,13 +8,7 @@
 #   NCCL_CORE_BENCH_WORLDS  world sizes (default "2 4"; those above the GPUs are left out)
 #   NCCL_CORE_BENCH_RUNS    which runs (default "sweep anchor workloads")
 set -uo pipefail
-cd "$(dirname "$0")/.."
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
-DEST=${OUT:-out}
-WORK=$(mktemp -d /tmp/nccl_core_never_slower.XXXX)
-mkdir -p "$DEST"
-trap 'tar czf "$DEST/never-slower.tgz" -C "$WORK" . 2>/dev/null' EXIT
-gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
+source "$(dirname "$0")/gpu-results.sh" never-slower
 bench() {  # name world args...
   local name=$1 n=$2
   shift 2
