@@ -51,22 +51,19 @@ def _takes_requested_backend(rule) -> bool:
 
 def split_source(pg, requested):
     """torch's split source for a new group asking for ``requested``, None where
-    the new group must build its own communicator.  ``requested`` None: torch's
-    answer unchanged (a caller that did not say what it creates)."""
+    the new group must build its own communicator.  On torch < 2.15,
+    ``requested`` None gives torch's answer unchanged (a caller that did not
+    say what it creates)."""
     from torch.distributed import distributed_c10d as c10d
 
     rule = _original_rule(c10d)
     if _takes_requested_backend(rule):
-        return rule(pg, requested) if requested is not None else rule(pg, _parent_name(c10d, pg))
+        return rule(pg, requested)
     source = rule(pg)
     if source is None or requested is None:
         return source
-    device = pg.bound_device_id
-    if device is None:
-        return None
-    parent = _parent_name(c10d, pg)
-    wanted = backend_name_for_device(requested, device.type)
-    if parent is None or wanted is None or parent != wanted:
+    parent = _parent_name(c10d, pg)  # None without a bound device
+    if parent is None or backend_name_for_device(requested, pg.bound_device_id.type) != parent:
         return None
     return source
 
