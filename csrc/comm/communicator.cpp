@@ -4,8 +4,6 @@
 #include <thread>
 
 #include "comm/device_scope.h"
-#include "comm/operations.h"
-#include "comm/resources.h"
 #include "nccl/api.h"
 #include "nccl/newer.h"
 
@@ -236,94 +234,9 @@ void Communicator::resume() {
   api::check(fn(comm), "ncclCommResume", comm);
 }
 
-void Communicator::track(std::shared_ptr<Resource> resource) {
-  std::lock_guard<std::mutex> lock(resources_mutex_);
-  resources_.push_back(std::move(resource));
-}
-
-void Communicator::untrack(const Resource* resource) {
-  std::lock_guard<std::mutex> lock(resources_mutex_);
-  for (auto it = resources_.begin(); it != resources_.end(); ++it) {
-    if (it->get() == resource) {
-      resources_.erase(it);
-      return;
-    }
-  }
-}
-
-std::shared_ptr<Resource> Communicator::attachment(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(resources_mutex_);
-  for (const auto& [k, weak] : attachments_) {
-    if (k == key) {
-      auto r = weak.lock();
-      return r && r->is_valid() ? r : nullptr;
-    }
-  }
-  return nullptr;
-}
-
-void Communicator::attach(const std::string& key, std::shared_ptr<Resource> resource) {
-  {
-    std::lock_guard<std::mutex> lock(resources_mutex_);
-    bool replaced = false;
-    for (auto& [k, weak] : attachments_) {
-      if (k == key) {
-        weak = resource;
-        replaced = true;
-      }
-    }
-    if (!replaced) {
-      attachments_.emplace_back(key, resource);
-    }
-  }
-  track(std::move(resource));
-}
-
-size_t Communicator::resource_count() const {
-  std::lock_guard<std::mutex> lock(resources_mutex_);
-  return resources_.size();
-}
-
-std::vector<std::shared_ptr<Resource>> Communicator::resources() const {
-  std::lock_guard<std::mutex> lock(resources_mutex_);
-  return resources_;
-}
-
 void Communicator::before_close(std::function<void()> drain) {
   std::lock_guard<std::mutex> lock(before_abort_mutex_);
   before_close_.push_back(std::move(drain));
-}
-
-void Communicator::close_all_resources() noexcept {
-  std::vector<std::function<void()>> drains;
-  {
-    std::lock_guard<std::mutex> lock(before_abort_mutex_);
-    drains = before_close_;
-  }
-  if (is_live()) {
-    for (auto& d : drains) {
-      try {
-        d();
-      } catch (...) {
-      }
-    }
-  }
-  std::vector<std::shared_ptr<Resource>> all;
-  {
-    std::lock_guard<std::mutex> lock(resources_mutex_);
-    all.swap(resources_);
-  }
-  if (!all.empty() && is_live()) {
-    quiesce();  // queued kernels may still use windows and buffers
-  }
-  // Newest first: a resource may depend on one registered before it.
-  for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    try {
-      (*it)->close();
-    } catch (...) {
-      (*it)->forget(); // best effort: still mark it closed
-    }
-  }
 }
 
 void Communicator::finalize() {
@@ -388,7 +301,7 @@ void Communicator::abort() noexcept {
   // microseconds: NCCL must not free the communicator under them.  A call
   // stuck on peers does not leave; ncclCommAbort is what ends it.  Uses of
   // this thread's own open group are not waited for.
-  (void)wait_for_users(ops::group_holds(this), kAbortGrace);
+  (void)wait_for_users(held_by_open_group() ? 1 : 0, kAbortGrace);
   int previous = -1;
   (void)cudaGetDevice(&previous);
   (void)cudaSetDevice(device_);
@@ -397,14 +310,7 @@ void Communicator::abort() noexcept {
     (void)cudaSetDevice(previous);
   }
   // Only now may the memory NCCL had registered be released.
-  std::vector<std::shared_ptr<Resource>> all;
-  {
-    std::lock_guard<std::mutex> lock(resources_mutex_);
-    all.swap(resources_);
-  }
-  for (auto& r : all) {
-    r->forget();
-  }
+  forget_all_resources();
 }
 
 } // namespace nccl_core

@@ -44,7 +44,7 @@ struct CommConfig {
 
 class Resource;
 
-class Communicator : public std::enable_shared_from_this<Communicator> {
+class Communicator : public Abortable, public std::enable_shared_from_this<Communicator> {
  public:
   enum class State { Live, Finalized, Destroyed, Aborted };
 
@@ -76,6 +76,19 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
     Communicator* c_;
   };
   static constexpr std::chrono::milliseconds kAbortGrace{1000};
+
+  // This thread's open NCCL group (group_start .. group_end, operations.h)
+  // holds a Use of each communicator its calls used until group_end has
+  // launched the group, so that finalize, destroy or abort on another thread
+  // wait for it; those ask held_by_open_group() to not wait for themselves.
+  struct GroupHold {
+    std::shared_ptr<Communicator> comm;
+    Use use;
+  };
+  void hold_for_open_group();  // once per communicator and group
+  bool held_by_open_group() const;
+  // group_end: every hold of this thread's group, first used first.
+  static std::vector<GroupHold> release_open_group();
 
   // ncclCommInitRankConfig; blocks (polling) until ready or `timeout`.
   static std::shared_ptr<Communicator> create(
@@ -113,12 +126,19 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   // (see host_call.h), then checks its result like call().
   template <class F>
   void run(const char* what, F&& f) {
-    HostCall guard(*this, what);
+    HostCall guard = bounded(what);
     ncclResult_t r = f();
     guard.rethrow_if_expired();
     call(r, what);
   }
   bool blocking() const { return blocking_; }
+  // A HostCall scope for the call `what` on this communicator (host_call.h).
+  HostCall bounded(const char* what) {
+    if (!blocking_) {
+      return HostCall({}, false, {}, what);  // polls with its own deadline: no monitor
+    }
+    return HostCall(weak_from_this(), true, timeout(), what);
+  }
   // NCCL 2.29.x has been seen to fail a window registration that is the
   // communicator's very first operation.  Window::create calls this first:
   // on NCCL >= 2.29 the first call runs one tiny all-reduce (collective, like
@@ -185,7 +205,7 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void destroy();
   // ncclCommAbort: safe from any thread, unblocks calls in flight.  NCCL
   // frees the resources itself; they are marked closed afterwards.
-  void abort() noexcept;
+  void abort() noexcept override;
 
   // Device address of a host-mapped word that the extension's own kernels
   // poll while they wait on peers (fast/kernels.cu).  abort() sets it before
@@ -202,6 +222,9 @@ class Communicator : public std::enable_shared_from_this<Communicator> {
   void before_close(std::function<void()> drain);
 
  private:
+  // abort(): marks every tracked resource closed (NCCL freed them); in
+  // resources.cpp with the rest of the resource list.
+  void forget_all_resources() noexcept;
   // Polls with backoff: each round reads NCCL's asynchronous state once,
   // raises an error it shows, and stops once `done(state)` holds; past the
   // timeout aborts the communicator and throws NcclError: `what` + `stuck` +

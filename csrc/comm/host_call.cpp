@@ -6,7 +6,6 @@
 #include <thread>
 #include <vector>
 
-#include "comm/communicator.h"
 #include "nccl/api.h"
 
 namespace nccl_core {
@@ -25,7 +24,7 @@ class Monitor {
     return *m;
   }
 
-  size_t add(std::weak_ptr<Communicator> comm, Clock::time_point deadline) {
+  size_t add(std::weak_ptr<Abortable> comm, Clock::time_point deadline) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!started_) {
       started_ = true;
@@ -59,14 +58,14 @@ class Monitor {
 
  private:
   struct Slot {
-    std::weak_ptr<Communicator> comm;
+    std::weak_ptr<Abortable> comm;
     Clock::time_point deadline;
     bool active = false;
     bool expired = false;
   };
 
   void run() {
-    std::vector<std::shared_ptr<Communicator>> victims;
+    std::vector<std::shared_ptr<Abortable>> victims;
     while (true) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       {
@@ -98,13 +97,14 @@ class Monitor {
 
 } // namespace
 
-HostCall::HostCall(Communicator& comm, const char* what) : what_(what) {
-  if (!comm.blocking()) {
+HostCall::HostCall(std::weak_ptr<Abortable> target, bool blocking,
+                   std::chrono::milliseconds timeout, const char* what)
+    : what_(what) {
+  if (!blocking) {
     return;
   }
-  auto timeout = comm.timeout();
   timeout_ms_ = timeout.count();
-  slot_ = Monitor::get().add(comm.weak_from_this(), Clock::now() + timeout);
+  slot_ = Monitor::get().add(std::move(target), Clock::now() + timeout);
   registered_ = true;
 }
 

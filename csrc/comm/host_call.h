@@ -11,17 +11,29 @@
 // the scope costs nothing there.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <string>
 
 namespace nccl_core {
 
-class Communicator;
+// What a HostCall bounds: the communicator the monitor aborts when the call
+// outlives its timeout (Communicator implements it).  Kept this small so
+// that this file needs nothing of the communicator's.
+class Abortable {
+ public:
+  virtual ~Abortable() = default;
+  virtual void abort() noexcept = 0;
+};
 
 class HostCall {
  public:
-  HostCall(Communicator& comm, const char* what);
+  // Bounds the call `what` on `target` by `timeout` where `blocking` (a
+  // non-blocking communicator polls with its own deadline: no monitor).
+  // Communicator::bounded() fills these in.
+  HostCall(std::weak_ptr<Abortable> target, bool blocking, std::chrono::milliseconds timeout,
+           const char* what);
   ~HostCall();
   HostCall(const HostCall&) = delete;
   HostCall& operator=(const HostCall&) = delete;

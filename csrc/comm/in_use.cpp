@@ -1,15 +1,16 @@
 // Communicator::Use: host calls in flight on a communicator's handle, and
 // how finalize/destroy/abort wait for them (communicator.h describes the
-// rules); quiesce, the bounded device sync before resource memory goes.
+// rules); the holds of this thread's open NCCL group; quiesce, the bounded
+// device sync before resource memory goes.
 #include <cuda_runtime_api.h>
 
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "comm/communicator.h"
-#include "comm/operations.h"
 #include "nccl/api.h"
 
 namespace nccl_core {
@@ -40,13 +41,42 @@ void Communicator::Use::leave() noexcept {
   }
 }
 
+namespace {
+
+// The holds of this thread's open group (Communicator::GroupHold).
+thread_local std::vector<Communicator::GroupHold> t_group_holds;
+
+}  // namespace
+
+void Communicator::hold_for_open_group() {
+  if (!held_by_open_group()) {
+    // Held before the call is queued: the group may not outlive the handle.
+    t_group_holds.push_back(GroupHold{shared_from_this(), Use(*this)});
+  }
+}
+
+bool Communicator::held_by_open_group() const {
+  for (const auto& h : t_group_holds) {
+    if (h.comm.get() == this) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::vector<Communicator::GroupHold> Communicator::release_open_group() {
+  std::vector<GroupHold> holds;
+  holds.swap(t_group_holds);
+  return holds;
+}
+
 bool Communicator::wait_for_users(int own, std::chrono::milliseconds limit) {
   std::unique_lock<std::mutex> lock(users_mutex_);
   return users_cv_.wait_for(lock, limit, [&] { return users_.load() <= own; });
 }
 
 void Communicator::close_gate(const char* what) {
-  NCCL_CORE_REQUIRE(ops::group_holds(this) == 0, what,
+  NCCL_CORE_REQUIRE(!held_by_open_group(), what,
                     " inside an open group (group_start) that uses this communicator; call "
                     "group_end first");
   closing_ = true;

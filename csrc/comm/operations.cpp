@@ -13,14 +13,9 @@ namespace nccl_core::ops {
 
 namespace {
 
-// A communicator used inside this thread's open group, held (a Use, so
-// finalize/destroy on another thread wait) until group_end launches it.
-struct Member {
-  std::shared_ptr<Communicator> comm;
-  Communicator::Use use;
-};
+// The communicators of this thread's open group are held by the group
+// (Communicator::hold_for_open_group) until group_end launches it.
 thread_local int t_depth = 0;
-thread_local std::vector<Member> t_members;
 // Buffers of the open group's calls: NCCL reads and writes them at group_end.
 thread_local std::vector<at::Tensor> t_kept;
 
@@ -32,14 +27,7 @@ void submit(Communicator& c, const char* what, F&& enqueue) {
     c.run(what, enqueue);
     return;
   }
-  bool known = false;
-  for (const auto& m : t_members) {
-    known = known || m.comm.get() == &c;
-  }
-  if (!known) {
-    // Held before the call is queued: the group may not outlive the handle.
-    t_members.push_back(Member{c.shared_from_this(), Communicator::Use(c)});
-  }
+  c.hold_for_open_group();
   api::check(enqueue(), what, c.get());
 }
 
@@ -129,50 +117,6 @@ ncclRedOp_t alone(const Communicator& c, ncclRedOp_t op) {
 }
 
 } // namespace
-
-Buffer resolve_tensor(const at::Tensor& t, const char* name, Layout layout) {
-  NCCL_CORE_REQUIRE(t.defined(), name, " is an undefined tensor");
-  NCCL_CORE_REQUIRE(t.is_cuda(), name, " must be a CUDA tensor, got a ", t.device(), " tensor");
-  NCCL_CORE_REQUIRE(t.layout() == at::kStrided, name, " must be a dense (strided) tensor");
-  if (layout == Layout::Contiguous) {
-    // NCCL walks count elements from the data pointer: any other order
-    // (x.t(), a Fortran-ordered array, a permuted view) would be reduced,
-    // gathered or sent in memory order, not in the tensor's.
-    NCCL_CORE_REQUIRE(t.is_contiguous(), name,
-                      " must be contiguous (C order): NCCL reads and writes count elements "
-                      "in memory order, so a transposed or permuted view would be used in "
-                      "the wrong element order; call .contiguous()");
-  } else {
-    // One block of memory in any dimension order.
-    NCCL_CORE_REQUIRE(t.is_non_overlapping_and_dense(), name,
-                      " must be contiguous (dense, in any dimension order): NCCL reads count "
-                      "elements from its data pointer; call .contiguous()");
-  }
-  auto type = types::to_nccl(t.scalar_type());
-  NCCL_CORE_REQUIRE(type.has_value(), "Unsupported torch dtype ", t.scalar_type(), " of ", name,
-                    " has no NCCL equivalent");
-  return Buffer{t.data_ptr(), checked::narrow<size_t>(t.numel(), name), *type,
-                static_cast<int>(t.device().index()), t.scalar_type() == at::kBool};
-}
-
-ncclRedOp_t for_buffer(ncclRedOp_t op, const Buffer& b) {
-  if (!b.logical) {
-    return op;
-  }
-  switch (op) {
-    case ncclSum:
-      return ncclMax;  // logical OR
-    case ncclProd:
-      return ncclMin;  // logical AND
-    case ncclMax:
-    case ncclMin:
-      return op;
-    case ncclAvg:
-      throw NcclInvalid("AVG is not defined for bool buffers (SUM is logical OR, PROD logical AND)");
-    default:
-      throw NcclInvalid("a CustomRedOp (PreMulSum) is not defined for bool buffers");
-  }
-}
 
 void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
             ncclRedOp_t op, int root, cudaStream_t stream) {
@@ -308,14 +252,14 @@ void group_end() {
   }
   // Released when this function returns, whatever happens: the members'
   // Uses and the group's buffers (held until NCCL has launched the group).
-  std::vector<Member> members;
-  members.swap(t_members);
+  std::vector<Communicator::GroupHold> members = Communicator::release_open_group();
   std::vector<at::Tensor> kept;
   kept.swap(t_kept);
   // The outermost end launches everything: bounded like any blocking call.
   std::optional<HostCall> guard;
   if (!members.empty()) {
-    guard.emplace(*members[0].comm, "ncclGroupEnd");
+    const auto& first = members[0].comm;
+    guard.emplace(first, first->blocking(), first->timeout(), "ncclGroupEnd");
   }
   ncclResult_t r = ncclGroupEnd();
   if (guard) {
@@ -332,14 +276,6 @@ void group_end() {
 
 int group_depth() {
   return t_depth;
-}
-
-int group_holds(const Communicator* c) {
-  int n = 0;
-  for (const auto& m : t_members) {
-    n += m.comm.get() == c ? 1 : 0;
-  }
-  return n;
 }
 
 void keep_for_group(at::Tensor t) {

@@ -15,36 +15,13 @@
 #include <cstddef>
 #include <optional>
 
+#include "comm/buffer.h"
+
 namespace nccl_core {
 
 class Communicator;
 
 namespace ops {
-
-// A device buffer as NCCL sees it (what resolve_tensor returns).
-struct Buffer {
-  void* ptr;
-  size_t count;
-  ncclDataType_t type;
-  int device;
-  bool logical = false;  // a torch.bool buffer (NCCL sees uint8)
-};
-
-// Which layouts a buffer may have.  Operations read and write `count`
-// elements in memory order, so their buffers must be C-contiguous: a
-// transposed view (x.t()) would be reduced, gathered or sent in the wrong
-// element order.  A byte range (registration, resolve_tensor's answer) may
-// be any dense layout.
-enum class Layout { Contiguous, Dense };
-
-// The resolve_tensor rule: a CUDA tensor of a dtype NCCL has (bool as
-// uint8) in the `layout` asked for.  Throws NcclInvalid naming `name` otherwise.
-Buffer resolve_tensor(const at::Tensor& t, const char* name, Layout layout = Layout::Contiguous);
-
-// The op to run on `b`: bool buffers (uint8 to NCCL) reduce as logic, as
-// the backend does -- SUM is OR (MAX), PRODUCT is AND (MIN) -- so a result
-// is always 0 or 1; AVG and PreMulSum have no meaning there and are refused.
-ncclRedOp_t for_buffer(ncclRedOp_t op, const Buffer& b);
 
 // root < 0: all-reduce (ncclAllReduce); else ncclReduce, `recv` needed on root only.
 void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
@@ -84,8 +61,6 @@ int group_depth();
 void keep_for_group(at::Tensor t);
 // Tensors kept for this thread's open group.
 size_t kept_for_group();
-// 1 when this thread's open group holds `c` (a Use until group_end), else 0.
-int group_holds(const Communicator* c);
 
 } // namespace ops
 } // namespace nccl_core

@@ -10,7 +10,7 @@
 
 #include <optional>
 
-#include "comm/operations.h"
+#include "comm/buffer.h"
 
 namespace nccl_core {
 class Communicator;

@@ -3,7 +3,7 @@
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
-#include "comm/operations.h"
+#include "comm/buffer.h"
 #include "memory/allocator.h"
 #include "memory/vmm.h"
 #include "python/bind.h"

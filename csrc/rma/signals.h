@@ -24,7 +24,7 @@
 #include <mutex>
 #include <vector>
 
-#include "comm/operations.h"
+#include "comm/buffer.h"
 #include "comm/resources.h"
 #include "rma/route.h"
 

@@ -94,3 +94,36 @@ def test_sizes_stay_readable():
     assert not long_files and not crowded, long_files + crowded
     lines = _declaration_lines(os.path.join(CSRC, "backend", "backend.h"), "Backend")
     assert lines <= 150, f"the Backend declaration is {lines} lines"
+
+
+def _unit_edges(folder: str) -> dict[str, set[str]]:
+    """Within csrc/<folder>: unit (a file name without .h/.cpp/.cu) -> the
+    units of that folder whose headers it includes."""
+    path = os.path.join(CSRC, folder)
+    own = re.compile(r'^\s*#\s*include\s+"' + folder + r'/([a-z_]+)\.h"')
+    edges: dict[str, set[str]] = {}
+    for name in sorted(os.listdir(path)):
+        unit = name.rsplit(".", 1)[0]
+        with open(os.path.join(path, name), errors="replace") as f:
+            for line in f:
+                m = own.match(line)
+                if m and m.group(1) != unit:
+                    edges.setdefault(unit, set()).add(m.group(1))
+    return edges
+
+
+def _mutual(edges: dict[str, set[str]]) -> list[str]:
+    return sorted(f"{a} <-> {b}" for a, targets in edges.items() for b in targets
+                  if a < b and a in edges.get(b, set()))
+
+
+def test_no_two_units_of_comm_include_each_other():
+    # issue 49: the communicator sits below its operations, resources and
+    # host-call bound; the buffer type and the open group's holds sit where
+    # every user reaches them without a climb.
+    assert _mutual(_unit_edges("comm")) == []
+
+
+def test_the_unit_check_sees_a_pair():
+    assert _mutual({"communicator": {"operations"}, "operations": {"communicator", "buffer"}}) == [
+        "communicator <-> operations"]
