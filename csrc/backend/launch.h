@@ -25,9 +25,8 @@
 
 #include "backend/backend.h"
 #include "op/errors.h"
-#include "failures/nan_check.h"
+#include "failures/group_failures.h"
 #include "tooling/profiling.h"
-#include "failures/watchdog.h"
 #include "util/host_profile.h"
 
 namespace nccl_core {

@@ -3,7 +3,7 @@
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
-#include "failures/error_policy.h"
+#include "failures/group_failures.h"
 #include "comm/communicator.h"
 
 namespace nccl_core {

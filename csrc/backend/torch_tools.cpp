@@ -6,7 +6,7 @@
 
 #include "backend/backend.h"
 #include "op/errors.h"
-#include "failures/watchdog.h"
+#include "failures/group_failures.h"
 #include "nccl/api.h"
 
 namespace nccl_core {

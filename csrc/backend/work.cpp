@@ -6,9 +6,8 @@
 
 #include <thread>
 
-#include "failures/error_policy.h"
+#include "failures/group_failures.h"
 #include "op/errors.h"
-#include "failures/nan_watch.h"
 #include "comm/communicator.h"
 #include "util/host_profile.h"
 
@@ -145,11 +144,10 @@ bool Work::wait(std::chrono::milliseconds timeout) {
 }
 
 void Work::wait_on_host(std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
   auto pause = std::chrono::microseconds(1);
   while (!op_->gpu_done()) {
     rethrow_if_failed();
-    if (timeout.count() > 0 && std::chrono::steady_clock::now() > deadline) {
+    if (op_->expired(std::chrono::steady_clock::now(), timeout)) {  // from the op's start
       auto err = dist_backend_error(
           op_->timeout_message(timeout, op_->abort_on_timeout ? "; communicator aborted" : ""));
       op_->set_error(err);

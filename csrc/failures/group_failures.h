@@ -1,9 +1,14 @@
-// One group's failure handling behind one interface: the Backend's only door
-// into csrc/failures.  It owns the flight recorder, the watchdog, the desync
-// report, the cross-rank call check, the NaN watch and the ephemeral
-// timeouts, and keeps the group's error (the first one wins).  The backend
-// records each op here (recorder, watchdog) and asks here whether the group
-// may still run calls; everything else happens on the watchdog's thread.
+// One group's failure handling behind one interface: the only door into
+// csrc/failures from csrc/backend (tests/cpu/test_layering.py checks; the
+// types the backend hands on, the error policy, the watchdog, the NaN watch
+// and the strict NaN check, come through this header).  It owns the flight
+// recorder, the watchdog, the desync report, the cross-rank call check, the
+// NaN watch and the ephemeral timeouts, and keeps the group's error (the
+// first one wins).  The backend records each op here (recorder, watchdog)
+// and asks here whether the group may still run calls; everything else
+// happens on the watchdog's thread.  Timeouts are decided by
+// OpState::expired alone.  (The Python layer's test hooks reach the desync
+// analysis and the call check's comparison directly.)
 #pragma once
 
 #include <c10/util/intrusive_ptr.h>
@@ -21,6 +26,7 @@
 #include "failures/ephemeral_timeout.h"
 #include "failures/error_policy.h"
 #include "failures/flight_recorder.h"
+#include "failures/nan_check.h"
 #include "failures/nan_watch.h"
 #include "failures/watchdog.h"
 #include "op/group_info.h"

@@ -89,8 +89,10 @@ std::exception_ptr OpState::exception() const {
   return error_;
 }
 
-bool OpState::expired(std::chrono::steady_clock::time_point now) const {
-  return timeout_.count() > 0 && now - start > timeout_;
+bool OpState::expired(std::chrono::steady_clock::time_point now,
+                      std::optional<std::chrono::milliseconds> limit) const {
+  auto t = limit.value_or(timeout_);
+  return t.count() > 0 && now - start > t;
 }
 
 std::string OpState::timeout_message(std::chrono::milliseconds limit,

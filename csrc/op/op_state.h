@@ -31,6 +31,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace nccl_core {
@@ -99,8 +100,12 @@ class OpState {
       timeout_ += extra;
     }
   }
-  // True once the timeout has passed since the op was enqueued.
-  bool expired(std::chrono::steady_clock::time_point now) const;
+  // True once `limit` (by default the op's timeout) has passed since the op
+  // was enqueued: the one timeout decision, for the watchdog and for
+  // Work::wait alike (as backend nccl's checkTimeout, from the work's start,
+  // however late wait() is called).  A limit of 0 never expires.
+  bool expired(std::chrono::steady_clock::time_point now,
+               std::optional<std::chrono::milliseconds> limit = std::nullopt) const;
   // The message of this op's timeout, worded like backend nccl's ("caught
   // collective operation timeout", which tools grep for), then our detail.
   std::string timeout_message(std::chrono::milliseconds limit, const std::string& outcome) const;

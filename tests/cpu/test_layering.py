@@ -127,3 +127,16 @@ def test_no_two_units_of_comm_include_each_other():
 def test_the_unit_check_sees_a_pair():
     assert _mutual({"communicator": {"operations"}, "operations": {"communicator", "buffer"}}) == [
         "communicator <-> operations"]
+
+
+def test_backend_enters_failures_through_one_door():
+    # issue 49: csrc/failures/group_failures.h is the backend's only door.
+    door = re.compile(r'^\s*#\s*include\s+"failures/([a-z_]+)\.h"')
+    others = []
+    for name in sorted(os.listdir(os.path.join(CSRC, "backend"))):
+        with open(os.path.join(CSRC, "backend", name)) as f:
+            for number, line in enumerate(f, 1):
+                m = door.match(line)
+                if m and m.group(1) != "group_failures":
+                    others.append(f"csrc/backend/{name}:{number}: failures/{m.group(1)}.h")
+    assert others == []

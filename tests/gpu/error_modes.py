@@ -173,12 +173,15 @@ def main() -> int:
         work = dist.all_reduce(x, async_op=True)
         time.sleep(TIMEOUT_S + 5)
         print("ALIVE after the timeout", flush=True)
+        t0 = time.monotonic()
         try:
             work.wait()
         except Exception as e:  # noqa: BLE001 - printed for the test to check
             print(f"RAISED {type(e).__name__}: {e}", flush=True)
         else:
             print("NO ERROR", flush=True)
+        # The timeout counts from the call, as backend nccl's: already past.
+        print(f"WAITED {time.monotonic() - t0:.2f} s", flush=True)
         os._exit(0)
     if scenario == "unmatched_at_exit":
         # Rank 0 makes a call no other rank makes and leaves (DDP's init

@@ -221,3 +221,7 @@ def test_blocking_wait_raises_in_wait_and_never_ends_the_process(mode):
     assert "ALIVE after the timeout" in p.stdout, log[-4000:]
     assert "RAISED DistBackendError" in p.stdout and TIMEOUT_MARK in p.stdout, log[-4000:]
     assert "ending the process" not in log, log[-4000:]
+    # The call's timeout had passed before wait(): it raises at once, not a
+    # timeout later (Work::wait measured from its own start until issue 49).
+    waited = float(re.search(r"WAITED ([0-9.]+) s", p.stdout).group(1))
+    assert waited < 1.5, p.stdout[-2000:]
