@@ -134,8 +134,8 @@ class Backend : public c10d::Backend {
   Communicator& live_comm(const char* what) const;
   bool has_communicator() const { return comm_ != nullptr; }
   GroupFailures& failures() { return *failures_; }
-  uint64_t fast_path_calls() const { return fast_ ? fast_->calls() : 0; }  // tests
-  uint64_t push_calls() const { return fast_ ? fast_->push_calls() : 0; }
+  // Our NVLink kernels' engine (its paths and counters); null where no path is on.
+  const fast::Engine* fast_engine() const { return fast_.get(); }
   // new_group: non-members split with no color; members split `parent`.
   void perform_nocolor_split(std::optional<at::Device> device);
   void set_split_source(c10::intrusive_ptr<Backend> parent, int color);

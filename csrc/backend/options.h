@@ -3,6 +3,8 @@
 
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
+#include <optional>
+
 #include "failures/group_failures.h"
 #include "comm/communicator.h"
 
@@ -52,25 +54,24 @@ struct GroupOptions : c10d::Backend::Options {
     }
     return p;
   }
-  // all_reduce, reduce_scatter_tensor, all_gather_into_tensor, broadcast and
-  // even all_to_all_single calls whose input is at most this many bytes run
-  // as one kernel of ours on a symmetric scratch window (fast/engine.h);
-  // 0 = off.  The default covers the sizes where it measured faster than
-  // NCCL on 4xH200 (bench/NOTES.md section 5); scratch costs twice this.
-  size_t fast_path_max_bytes = 256 * 1024;
+  // Which calls run as our NVLink kernels instead of NCCL: unset, the path
+  // table decides per world size, operation and size (fast/path_table.h,
+  // from measurement); set, the value holds for every operation.
+  // fast_path_max_bytes: all_reduce, reduce_scatter_tensor,
+  // all_gather_into_tensor, broadcast and all_to_all_single calls whose input
+  // is at most this many bytes run as one kernel of ours on a symmetric
+  // scratch window (fast/engine.h); 0 = off; scratch costs twice the largest.
+  std::optional<size_t> fast_path_max_bytes;
   // all_reduce calls of push_min_bytes..push_max_bytes (whole 16-byte packs,
   // any memory) run as one kernel of ours that pushes through NVLink into
   // the peers' staging windows (fast/push.h); 0 = off.  Staging costs
   // 2 (nranks - 1) / nranks of the largest such call (in powers of two from
-  // 1 MiB, at most push_max_bytes), allocated at the first one.
-  // Off by default: at 4 ranks it measured slower than NCCL from 16 MiB up
-  // (issue 48 chooses the path per world size and size from measurement).
-  // Opt in with push_max_bytes (or NCCL_CORE_PUSH_MAX_BYTES).  Its wrong
+  // 1 MiB, at most push_max_bytes), allocated at the first one.  Its wrong
   // results under GPU contention (issue 47: slots cut per call, fast/push.h)
   // are fixed; tests/gpu/ddp_optim_in_backward.py and the GPU case
   // push_calls_of_different_sizes_keep_their_results guard them.
-  size_t push_min_bytes = 256 * 1024;
-  size_t push_max_bytes = 0;
+  std::optional<size_t> push_min_bytes;
+  std::optional<size_t> push_max_bytes;
   // Blocks (SMs) a push all_reduce runs on, at most (1..128).
   int push_ctas = 32;
   // TORCH_NCCL_ENABLE_TIMING: ops are timed for work._get_duration() and the

@@ -86,8 +86,8 @@ void Engine::observe(cudaStream_t stream) {
   capturing_ = status != cudaStreamCaptureStatusNone;
 }
 
-bool Engine::ready(Communicator& comm, size_t staged, cudaStream_t stream) {
-  if (disabled_ || staged == 0 || staged > max_bytes_ || !whole_group_reachable(comm)) {
+bool Engine::ready(Communicator& comm, Coll op, size_t staged, cudaStream_t stream) {
+  if (disabled_ || staged == 0 || staged > paths_.fast_max(op) || !whole_group_reachable(comm)) {
     return false;
   }
   observe(stream);
@@ -223,7 +223,8 @@ void Engine::mark_launched(cudaStream_t stream) {
 bool Engine::all_reduce(Communicator& comm, const void* in, void* out, size_t count,
                         ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream) {
   host_profile::Timer prof;
-  if (!reducible(type, op) || !ready(comm, count * types::element_size(type), stream)) {
+  if (!reducible(type, op) ||
+      !ready(comm, Coll::kAllReduce, count * types::element_size(type), stream)) {
     return false;
   }
   prof.mark(host_profile::kReady);
@@ -254,7 +255,8 @@ bool Engine::all_reduce_pushed(Communicator& comm, void* data, size_t count,
 bool Engine::reduce_scatter(Communicator& comm, const void* in, void* out, size_t count,
                             ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream) {
   size_t n = static_cast<size_t>(comm.nranks());
-  if (!reducible(type, op) || !ready(comm, n * count * types::element_size(type), stream)) {
+  if (!reducible(type, op) ||
+      !ready(comm, Coll::kReduceScatter, n * count * types::element_size(type), stream)) {
     return false;
   }
   return settle(launch_reduce(shared_, in, n * count, out, count, comm.rank() * count, type, op,
@@ -263,7 +265,7 @@ bool Engine::reduce_scatter(Communicator& comm, const void* in, void* out, size_
 
 bool Engine::all_gather(Communicator& comm, const void* in, void* out, size_t bytes,
                         cudaStream_t stream) {
-  if (!ready(comm, bytes, stream)) {
+  if (!ready(comm, Coll::kAllGather, bytes, stream)) {
     return false;
   }
   launch_copy(shared_, in, bytes, out, bytes, 0, 0, comm.nranks(), tag(3, 0, 0, bytes, 0), stream);
@@ -273,7 +275,7 @@ bool Engine::all_gather(Communicator& comm, const void* in, void* out, size_t by
 bool Engine::all_to_all(Communicator& comm, const void* in, void* out, size_t bytes,
                         cudaStream_t stream) {
   size_t n = static_cast<size_t>(comm.nranks());
-  if (!ready(comm, n * bytes, stream)) {
+  if (!ready(comm, Coll::kAllToAll, n * bytes, stream)) {
     return false;
   }
   launch_copy(shared_, in, n * bytes, out, bytes, comm.rank() * bytes, 0, comm.nranks(),
@@ -283,7 +285,7 @@ bool Engine::all_to_all(Communicator& comm, const void* in, void* out, size_t by
 
 bool Engine::broadcast(Communicator& comm, void* buf, size_t bytes, int root,
                        cudaStream_t stream) {
-  if (!ready(comm, bytes, stream)) {
+  if (!ready(comm, Coll::kBroadcast, bytes, stream)) {
     return false;
   }
   if (comm.rank() == root) {

@@ -26,6 +26,7 @@
 
 #include "fast/kernels.h"
 #include "fast/launch_event.h"
+#include "fast/path_table.h"
 #include "fast/progress.h"
 #include "fast/push.h"
 #include "fast/push_staging.h"
@@ -37,21 +38,13 @@ class Window;
 
 namespace fast {
 
-// The push all-reduce (push.h): calls of [min_bytes, max_bytes] on at most
-// `ctas` blocks; max_bytes 0 = off.
-struct PushConfig {
-  size_t min_bytes = 0;
-  size_t max_bytes = 0;
-  int ctas = 32;
-  bool covers(size_t bytes) const { return max_bytes > 0 && bytes >= min_bytes && bytes <= max_bytes; }
-};
-
 class Engine {
  public:
-  // On the group's device (the progress word is allocated here).
-  // `max_bytes`: the largest staged call (0: none).
-  Engine(size_t max_bytes, PushConfig push)
-      : max_bytes_(max_bytes), push_(push), progress_(std::make_shared<Progress>()) {}
+  // On the group's device (the progress word is allocated here).  `paths`:
+  // which calls take the fast path and the push (path_table.h).
+  explicit Engine(const GroupPaths& paths)
+      : paths_(paths), max_bytes_(paths.largest_fast()), push_(paths.push),
+        progress_(std::make_shared<Progress>()) {}
 
   // Each runs the call on `stream` and returns true when it is eligible;
   // false, with nothing enqueued, otherwise.  `op` is the ncclRedOp_t the
@@ -73,6 +66,7 @@ class Engine {
   bool all_reduce_pushed(Communicator& comm, void* data, size_t count, ncclDataType_t type,
                          ncclRedOp_t op, cudaStream_t stream);
   const PushConfig& push_config() const { return push_; }
+  const GroupPaths& paths() const { return paths_; }
   // Whether the scratch window is made, so that an eligible call costs a
   // launch and waits for nothing on the host.
   bool is_set_up() const;
@@ -97,8 +91,9 @@ class Engine {
   const std::shared_ptr<Progress>& progress() const { return progress_; }
 
  private:
-  // The group qualifies, `staged` bytes fit, and the scratch window is ready.
-  bool ready(Communicator& comm, size_t staged, cudaStream_t stream);
+  // The group qualifies, `staged` bytes fit `op`'s limit, and the scratch
+  // window is ready.
+  bool ready(Communicator& comm, Coll op, size_t staged, cudaStream_t stream);
   // Notes whether `stream` is capturing a graph (once per call: set-up and
   // ordering depend on it).
   void observe(cudaStream_t stream);
@@ -125,7 +120,8 @@ class Engine {
   // (kind, type, op, size, root).
   CallTag tag(int kind, int type, int op, size_t size, int root) const;
 
-  const size_t max_bytes_;
+  const GroupPaths paths_;
+  const size_t max_bytes_;  // the largest staged call of any operation
   bool disabled_ = false;
   std::shared_ptr<Window> window_;
   at::Tensor scratch_;

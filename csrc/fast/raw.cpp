@@ -40,7 +40,7 @@ size_t max_bytes() {
 class RawPath final : public Resource {
  public:
   RawPath(const std::shared_ptr<Communicator>& comm, size_t max_bytes)
-      : Resource(comm, "FastPath"), engine(max_bytes, PushConfig{}) {}
+      : Resource(comm, "FastPath"), engine(GroupPaths::uniform(max_bytes)) {}
   std::mutex mutex;  // raw calls may come from several threads
   Engine engine;
 

@@ -16,6 +16,7 @@
 #include "tooling/comm_listener.h"
 #include "comm/communicator.h"
 #include "python/bind.h"
+#include "python/paths.h"
 
 namespace py = pybind11;
 using nccl_core::Backend;
@@ -86,17 +87,18 @@ void bind_backend(py::module_& m) {
           "Older spelling of error_handling: True is 2 (abort, raise), False is 0 (keep)")
       .def_readwrite("fast_path_max_bytes", &GroupOptions::fast_path_max_bytes,
                      "all_reduce, reduce_scatter_tensor, all_gather_into_tensor, broadcast "
-                     "and even all_to_all_single calls whose input is at most this many "
-                     "bytes run as one nccl_core kernel over NVLink (default 256 KiB); 0 = off")
+                     "and all_to_all_single calls whose input is at most this many bytes run "
+                     "as one nccl_core kernel over NVLink; 0 = off.  None (default): the path "
+                     "table decides per world size and operation (nccl_core_backend.paths)")
       .def_readwrite("push_min_bytes", &GroupOptions::push_min_bytes,
                      "Smallest all_reduce that runs as nccl_core's push kernel over NVLink "
-                     "(default 256 KiB; the fast path takes calls up to fast_path_max_bytes "
-                     "first)")
+                     "(the fast path takes calls up to its limit first).  None (default): "
+                     "the path table's")
       .def_readwrite("push_max_bytes", &GroupOptions::push_max_bytes,
                      "Largest all_reduce that runs as nccl_core's push kernel, whatever memory "
-                     "its tensor lies in (default 0 = off until the path is chosen per world size: "
-                     "docs/performance.md); "
-                     "its staging costs up to 2 (nranks - 1) / nranks of this per rank")
+                     "its tensor lies in; 0 = off.  None (default): the path table's, per world "
+                     "size (nccl_core_backend.paths).  Its staging costs up to 2 (nranks - 1) / "
+                     "nranks of this per rank")
       .def_property(
           "push_ctas", [](const GroupOptions& o) { return o.push_ctas; },
           [](GroupOptions& o, int v) {
@@ -203,8 +205,19 @@ void bind_backend(py::module_& m) {
           "(of `pool` only, if given).")
       .def("_has_communicator", &Backend::has_communicator)
       .def("_pending_works", &Backend::pending_works)
-      .def("_fast_path_calls", &Backend::fast_path_calls)
-      .def("_push_calls", &Backend::push_calls)
+      .def("_fast_path_calls",
+           [](const Backend& b) -> uint64_t { return b.fast_engine() ? b.fast_engine()->calls() : 0; })
+      .def("_push_calls",
+           [](const Backend& b) -> uint64_t {
+             return b.fast_engine() ? b.fast_engine()->push_calls() : 0;
+           })
+      .def("_paths",
+           [](const Backend& b) -> py::object {
+             const fast::Engine* e = b.fast_engine();
+             return e ? py::object(paths_dict(e->paths())) : py::object(py::none());
+           },
+           "Which calls this group runs as nccl_core's NVLink kernels (fast/path_table.h); "
+           "None before its communicator exists or with every path off")
       .def("_recorded_ops", [](Backend& b) { return b.failures().recorded_ops(); },
            "The flight recorder's entries, oldest first: 'seq N OP DTYPE IN>OUT done|pending'.")
       .def("_error_message", [](Backend& b) { return b.failures().error_message(); },

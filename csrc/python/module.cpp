@@ -76,4 +76,5 @@ PYBIND11_MODULE(_C, m) {
   nccl_core::python::bind_device(m);
   nccl_core::python::bind_features(m);
   nccl_core::python::bind_window_checks(m);
+  nccl_core::python::bind_paths(m);
 }

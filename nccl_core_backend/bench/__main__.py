@@ -132,6 +132,11 @@ def _combine_checks(job, result: dict) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.paths:
+        from nccl_core_backend import paths
+
+        print(paths.render())
+        return 0
     try:
         check_launch()
         device = check_cuda()

@@ -136,6 +136,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "(setup, Work, stream guard, enqueue, epilogue, end event, watchdog, "
                         "wait; the fast path's checks, launch and ordering): a third table. "
                         "Each phase costs a clock read, which this run's ratios carry")
+    p.add_argument("--paths", action="store_true",
+                   help="print which calls nccl_core runs as its own NVLink kernels, by world "
+                        "size, operation and size, with the measurement behind each row "
+                        "(nccl_core_backend.paths), and exit; needs neither torchrun nor a GPU")
     p.add_argument("--anchor", choices=["symm_mem"], default=None,
                    help="symm_mem: all_reduce rows (and graph rows) also time torch's "
                         "SymmetricMemory one-shot and two-shot kernels on symm_mem.empty "

@@ -4,8 +4,9 @@ JSON layout (``--json``): ``{"meta": {...}, "collectives": [row, ...],
 "workloads": [row, ...]}``.  A collectives row holds ``op``, ``bytes``,
 ``dtype``, ``iters``, one timing per backend (``nccl_core``, ``nccl``: median
 ``us`` per call, ``p10_us``, ``p90_us``, ``samples``, ``algbw`` and ``busbw``
-in GB/s), ``ratio`` (nccl_core us / nccl us) and ``correct`` (backend ->
-bool, every rank's check passed).  A workload row holds ``workload``,
+in GB/s), ``ratio`` (nccl_core us / nccl us), ``path`` (where nccl_core ran
+the row's calls: ``fast``, ``push`` or ``nccl``; nccl_core_backend.paths) and
+``correct`` (backend -> bool, every rank's check passed).  A workload row holds ``workload``,
 ``label``, ``config``, the two timings (``us`` per step), ``ratio``,
 ``correct``, ``check`` and, where a step without communication was timed,
 ``baseline``, ``comm_us`` (per backend) and ``comm_ratio``.  A tooling row
@@ -50,14 +51,14 @@ def op_label(row: dict) -> str:
 
 def collectives_table(rows: list[dict]) -> str:
     """Markdown: one line per (op, size); times in µs per call."""
-    lines = ["| op | size | nccl_core µs | nccl µs | ratio | nccl_core busbw GB/s | "
+    lines = ["| op | size | nccl_core µs | nccl µs | ratio | path | nccl_core busbw GB/s | "
              "nccl busbw GB/s | correct |",
-             "|---|---:|---:|---:|---:|---:|---:|---|"]
+             "|---|---:|---:|---:|---:|---|---:|---:|---|"]
     for r in rows:
         c, n = r[CORE], r[NCCL]
         lines.append(f"| {op_label(r)} | {format_bytes(r['bytes'])} | {_us(c['us'])} | {_us(n['us'])} | "
-                     f"{_ratio(r['ratio'])} | {c['busbw']:.2f} | {n['busbw']:.2f} | "
-                     f"{correct_cell(r['correct'])} |")
+                     f"{_ratio(r['ratio'])} | {r.get('path', '-')} | {c['busbw']:.2f} | "
+                     f"{n['busbw']:.2f} | {correct_cell(r['correct'])} |")
     return "\n".join(lines)
 
 

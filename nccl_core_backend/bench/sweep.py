@@ -50,11 +50,13 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
     rng = random.Random(job.shared_seed())
     dname = str(dtype).replace("torch.", "")
     rows = []
+    core = _core_backend(job)
     for op in ops:
         for size in sizes:
             n_iter = iters or auto_iters(size)
             cases = {name: Case(op, size, job.world, job.rank, job.device, dtype, alloc)
                      for name in job.groups}
+            before = _path_counts(core)
             ok = {name: cases[name].check(g, pat, rng.randrange(pat.k)) for name, g in job.groups.items()}
             extra = {}
             if anchor is not None and op == "all_reduce":
@@ -73,12 +75,14 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
             rows.append(_row(job, op, nbytes, dname, n_iter, samples, ok))
             if phases:
                 rows[-1]["host_phases"] = phases
+            rows[-1]["path"] = _path_taken(before, _path_counts(core))
             del cases, extra
             if size >= 64 << 20:
                 torch.cuda.empty_cache()
             progress.step(f"{op} {format_bytes(nbytes)}")
     for size in graph_rows_wanted(sizes, graph_count, graph_max_bytes):
         n_iter = iters or auto_iters(size * graph_count)  # replays
+        before = _path_counts(core)
         cases = {name: GraphCase(size, graph_count, job.world, job.rank, job.device, dtype, g, alloc)
                  for name, g in job.groups.items()}
         if anchor is not None:
@@ -92,6 +96,7 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
         row = _row(job, GRAPH_OP, cases[CORE].bytes, dname, n_iter, samples, ok,
                    per=graph_count)
         row["count"] = graph_count
+        row["path"] = _path_taken(before, _path_counts(core))  # counted at warm-up and capture
         rows.append(row)
         del cases
         progress.step(f"graph of {graph_count} all_reduces, {format_bytes(row['bytes'])} each")
@@ -117,6 +122,32 @@ class HostPhases:
 
         snap = _C._host_profile(enable=False, reset=True)
         return {name: round(us, 3) for name, (calls, us) in snap.items() if calls}
+
+
+def _core_backend(job):
+    """nccl_core's backend of the job, for its path counters (None elsewhere)."""
+    try:
+        backend = job.groups[CORE]._get_backend(job.device)
+    except (RuntimeError, AttributeError):
+        return None
+    return backend if hasattr(backend, "_push_calls") else None
+
+
+def _path_counts(backend) -> tuple[int, int]:
+    """(fast-path calls, push calls) so far; the fast count includes pushes."""
+    if backend is None:
+        return (0, 0)
+    return (backend._fast_path_calls(), backend._push_calls())
+
+
+def _path_taken(before: tuple[int, int], after: tuple[int, int]) -> str:
+    """Where nccl_core ran a row's calls: ``push``, ``fast`` or ``nccl``
+    (nccl_core_backend.paths)."""
+    if after[1] > before[1]:
+        return "push"
+    if after[0] > before[0]:
+        return "fast"
+    return "nccl"
 
 
 def _per(a: dict, b: dict):

@@ -240,6 +240,7 @@ def fixture_result() -> dict:
             rows.append({"op": op, "bytes": size, "dtype": "float32", "iters": 200,
                          "nccl_core": _timing(10.0 + size / 1e6, 1.5), "nccl": _timing(20.0 + size / 1e6, 1.0),
                          "ratio": (10.0 + size / 1e6) / (20.0 + size / 1e6),
+                         "path": "fast" if size <= 256 * KiB else "nccl",
                          "correct": {"nccl_core": True, "nccl": True}})
     rows.append({"op": GRAPH_OP, "count": 100, "bytes": KiB, "dtype": "float32", "iters": 10,
                  "nccl_core": _timing(6.1, 0.3), "nccl": _timing(22.0, 0.1), "ratio": 6.1 / 22.0,
@@ -261,8 +262,8 @@ def test_tables():
     text = report.render(r)
     lines = text.splitlines()
     assert "world=2" in lines[0] and "below 1.00" in lines[1]
-    assert "| all_reduce | 8 B | 10.0 | 20.0 | 0.50 | 1.50 | 1.00 | yes |" in lines
-    assert "| all_reduce, graph of 100 | 1 KiB | 6.10 | 22.0 | 0.28 | 0.30 | 0.10 | WRONG: nccl_core |" in lines
+    assert "| all_reduce | 8 B | 10.0 | 20.0 | 0.50 | fast | 1.50 | 1.00 | yes |" in lines
+    assert "| all_reduce, graph of 100 | 1 KiB | 6.10 | 22.0 | 0.28 | - | 0.30 | 0.10 | WRONG: nccl_core |" in lines
     assert "| tp_decode | tokens=1 | 4.000 | 5.000 | 0.80 | 1000.0 | 2000.0 | 0.50 | yes |" in lines
     assert "| fsdp2 | fully_shard | 50.000 | 51.000 | 0.98 | - | - | - | yes |" in lines
     assert lines[-1] == "WRONG RESULTS: all_reduce, graph of 100 1 KiB: WRONG: nccl_core"

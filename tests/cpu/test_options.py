@@ -318,12 +318,14 @@ def test_fast_path_threshold_from_the_environment():
         env_settings({"NCCL_CORE_FAST_PATH_MAX_BYTES": "-1"})
 
 
-def test_fast_path_is_on_by_default_up_to_256_kib():
+def test_fast_path_is_left_to_the_path_table_by_default():
     from nccl_core_backend.options import make_options
 
-    assert make_options(None, env={}).fast_path_max_bytes == 256 * 1024
+    assert make_options(None, env={}).fast_path_max_bytes is None  # nccl_core_backend.paths
     off = make_options(None, env={"NCCL_CORE_FAST_PATH_MAX_BYTES": "0"})
     assert off.fast_path_max_bytes == 0
+    off.fast_path_max_bytes = None  # back to the table
+    assert off.fast_path_max_bytes is None
 
 
 def test_retired_symmetric_max_bytes_warns_and_is_gone():
@@ -340,7 +342,7 @@ def test_push_all_reduce_defaults_and_environment():
     from nccl_core_backend.options import make_options
 
     opts = make_options(None, env={})
-    assert (opts.push_min_bytes, opts.push_max_bytes, opts.push_ctas) == (256 << 10, 0, 32)
+    assert (opts.push_min_bytes, opts.push_max_bytes, opts.push_ctas) == (None, None, 32)
     env = {"NCCL_CORE_PUSH_MIN_BYTES": "1048576", "NCCL_CORE_PUSH_MAX_BYTES": str(64 << 20),
            "NCCL_CORE_PUSH_CTAS": "64"}
     assert env_settings(env) == {"push_min_bytes": 1 << 20, "push_max_bytes": 64 << 20,

@@ -31,6 +31,7 @@ SIZES = (1, 7, 1031, 2048, 4097)
 def _group(ctx, timeout=None):
     opts = nc.Options()
     opts.fast_path_max_bytes = THRESHOLD
+    opts.push_max_bytes = 0  # the fast path alone (the path table would push mid sizes)
     kw = {"timeout": timeout} if timeout else {}
     return dist.new_group(list(range(ctx.world)), backend="nccl_core", pg_options=opts, **kw)
 
@@ -99,6 +100,7 @@ def fast_path_large_all_reduce_two_shot(ctx):
     w, r = ctx.world, ctx.rank
     opts = nc.Options()
     opts.fast_path_max_bytes = 4 << 20
+    opts.push_max_bytes = 0
     g = dist.new_group(list(range(w)), backend="nccl_core", pg_options=opts)
     cases = [(torch.float32, 1 << 18, False), (torch.float32, (1 << 18) + 3, False),
              (torch.bfloat16, 1 << 20, True), (torch.int32, (1 << 19) + 5, True),

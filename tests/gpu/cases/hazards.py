@@ -103,6 +103,7 @@ def hazard_g_symmetric_pool_of_other_segment_sizes(ctx):
 def hazard_h_first_fast_call_behind_a_long_kernel(ctx):
     opts = nc.Options()
     opts.fast_path_max_bytes = 64 << 10
+    opts.push_max_bytes = 0  # the warm-up call must go to NCCL
     g = dist.new_group(list(range(ctx.world)), backend="nccl_core", pg_options=opts)
     x = _ints(ctx, ctx.rank, 1024, 5).to(ctx.device)
     # The communicator first, through NCCL (above the fast path's size).

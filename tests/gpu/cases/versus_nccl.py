@@ -45,6 +45,7 @@ def _groups(ctx):
     ranks = list(range(ctx.world))
     fast = nc.Options()
     fast.fast_path_max_bytes = FAST_MAX
+    fast.push_max_bytes = 0  # larger calls to NCCL: the push has a group of its own
     push = nc.Options()
     push.fast_path_max_bytes = 0
     push.push_min_bytes = PUSH_MIN

@@ -1,0 +1,67 @@
+// Where each dist collective runs: our NVLink kernels (the fast path of
+// engine.h, the push all-reduce of push.h) or NCCL, by world size,
+// operation and size.  One table, each row with the measurement that set it
+// (issue 48: no size may be slower than backend nccl); a group's options
+// (fast_path_max_bytes, push_min_bytes, push_max_bytes and their NCCL_CORE_*
+// variables) override it for every operation.  Sizes are what the fast
+// path stages: the call's input bytes on each rank.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <optional>
+#include <vector>
+
+namespace nccl_core::fast {
+
+enum class Coll : int { kAllReduce = 0, kReduceScatter, kAllGather, kBroadcast, kAllToAll };
+constexpr int kColls = 5;
+// torch's names: all_reduce, reduce_scatter_tensor, all_gather_into_tensor,
+// broadcast, all_to_all_single.
+const char* coll_name(Coll c);
+
+// The push all-reduce: calls of [min_bytes, max_bytes] on at most `ctas`
+// blocks; max_bytes 0 = off.
+struct PushConfig {
+  size_t min_bytes = 0;
+  size_t max_bytes = 0;
+  int ctas = 32;
+  bool covers(size_t bytes) const { return max_bytes > 0 && bytes >= min_bytes && bytes <= max_bytes; }
+};
+
+// One row: groups of min_world..max_world ranks.
+struct PathRow {
+  int min_world;
+  int max_world;
+  std::array<size_t, kColls> fast_max_bytes;  // fast path up to this; 0 = never
+  size_t push_min_bytes;  // all_reduce only
+  size_t push_max_bytes;  // 0 = never
+  const char* measured;   // the run that set the row
+};
+
+const std::vector<PathRow>& path_table();
+
+// A group's choice.
+struct GroupPaths {
+  std::array<size_t, kColls> fast_max_bytes{};
+  PushConfig push;
+  size_t fast_max(Coll c) const { return fast_max_bytes[static_cast<int>(c)]; }
+  size_t largest_fast() const;  // what the scratch window holds
+  bool any() const { return largest_fast() > 0 || push.max_bytes > 0; }
+  // Every collective up to `max_bytes`, no push (the raw Communicator API).
+  static GroupPaths uniform(size_t max_bytes);
+};
+
+// What a group's options set; unset ones come from the table.
+struct PathOverrides {
+  std::optional<size_t> fast_max_bytes;
+  std::optional<size_t> push_min_bytes;
+  std::optional<size_t> push_max_bytes;
+  int push_ctas = 32;
+};
+
+// The row for a group of `world` ranks (the last row beyond the table).
+const PathRow& row_for(int world);
+GroupPaths paths_for(int world, const PathOverrides& overrides);
+
+}  // namespace nccl_core::fast

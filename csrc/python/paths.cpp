@@ -1,0 +1,73 @@
+// nccl_core_backend._C._path_table and _paths_for: the path table of
+// fast/path_table.h (which calls our NVLink kernels take, by world size,
+// operation and size) for the bench's --paths and the docs.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <optional>
+
+#include "fast/path_table.h"
+#include "python/bind.h"
+#include "python/paths.h"
+
+namespace py = pybind11;
+
+namespace nccl_core::python {
+
+namespace {
+
+py::dict per_op(const std::array<size_t, fast::kColls>& bytes) {
+  py::dict d;
+  for (int i = 0; i < fast::kColls; ++i) {
+    d[py::str(fast::coll_name(static_cast<fast::Coll>(i)))] = bytes[i];
+  }
+  return d;
+}
+
+} // namespace
+
+py::dict paths_dict(const fast::GroupPaths& g) {
+  py::dict d;
+  d["fast_max_bytes"] = per_op(g.fast_max_bytes);
+  d["push_min_bytes"] = g.push.min_bytes;
+  d["push_max_bytes"] = g.push.max_bytes;
+  d["push_ctas"] = g.push.ctas;
+  return d;
+}
+
+void bind_paths(py::module_& m) {
+  m.def(
+      "_path_table",
+      [] {
+        py::list out;
+        for (const auto& row : fast::path_table()) {
+          py::dict d;
+          d["min_world"] = row.min_world;
+          d["max_world"] = row.max_world;
+          d["fast_max_bytes"] = per_op(row.fast_max_bytes);
+          d["push_min_bytes"] = row.push_min_bytes;
+          d["push_max_bytes"] = row.push_max_bytes;
+          d["measured"] = row.measured;
+          out.append(std::move(d));
+        }
+        return out;
+      },
+      "The path table (fast/path_table.h): per range of world sizes, the largest "
+      "input in bytes of each operation's fast path, the push all-reduce's range (max "
+      "0: off) and the measurement that set the row.");
+  m.def(
+      "_paths_for",
+      [](int world, std::optional<size_t> fast_max_bytes, std::optional<size_t> push_min_bytes,
+         std::optional<size_t> push_max_bytes) {
+        if (world < 1) {
+          throw py::value_error("world must be at least 1, got " + std::to_string(world));
+        }
+        return paths_dict(fast::paths_for(world, {fast_max_bytes, push_min_bytes, push_max_bytes}));
+      },
+      py::arg("world"), py::arg("fast_path_max_bytes") = py::none(),
+      py::arg("push_min_bytes") = py::none(), py::arg("push_max_bytes") = py::none(),
+      "What a group of `world` ranks chooses: the table's row, with the options given "
+      "overriding it for every operation.");
+}
+
+} // namespace nccl_core::python

@@ -1,0 +1,91 @@
+"""Which ``torch.distributed`` calls nccl_core runs as its own NVLink kernels.
+
+A group whose ranks reach each other's memory (one NVLink domain) runs small
+collectives as one kernel of nccl_core's (the fast path) and mid-sized
+all_reduces by pushing into its peers' memory (the push); everything else,
+and every group without NVLink between all ranks, goes to NCCL.  Which sizes
+take which path depends on the world size and the operation, and comes from
+one table measured against backend ``nccl`` (``csrc/fast/path_table.cpp``):
+each row says what run set it.  A group's options override the table for
+every operation: ``nccl_core_backend.Options.fast_path_max_bytes``,
+``push_min_bytes``, ``push_max_bytes`` (or ``NCCL_CORE_FAST_PATH_MAX_BYTES``,
+``NCCL_CORE_PUSH_MIN_BYTES``, ``NCCL_CORE_PUSH_MAX_BYTES``).
+
+    python -m nccl_core_backend.paths          # the table, as text
+"""
+
+from __future__ import annotations
+
+import sys
+
+OPS = ("all_reduce", "reduce_scatter_tensor", "all_gather_into_tensor", "broadcast",
+       "all_to_all_single")
+
+
+def table() -> list[dict]:
+    """Rows of the table: ``min_world``, ``max_world``, ``fast_max_bytes`` (per
+    operation, the largest input the fast path takes; 0: none),
+    ``push_min_bytes``/``push_max_bytes`` (all_reduce; max 0: no push) and
+    ``measured``."""
+    from nccl_core_backend import _C
+
+    return _C._path_table()
+
+
+def for_world(world: int, fast_path_max_bytes: int | None = None, push_min_bytes: int | None = None,
+              push_max_bytes: int | None = None) -> dict:
+    """What a group of ``world`` ranks chooses, given these options (None: the
+    table's).  ValueError for a world below 1."""
+    from nccl_core_backend import _C
+
+    return _C._paths_for(world, fast_path_max_bytes, push_min_bytes, push_max_bytes)
+
+
+def path_of(op: str, input_bytes: int, world: int, **options) -> str:
+    """``"fast"``, ``"push"`` or ``"nccl"``: where a call of ``op`` whose input
+    is ``input_bytes`` on each rank goes in a group of ``world`` ranks that all
+    reach each other over NVLink (elsewhere every call goes to NCCL).  The
+    push also needs whole 16-byte packs and a type and operator it covers."""
+    if op not in OPS:
+        raise ValueError(f"unknown op {op!r}; known: {', '.join(OPS)}")
+    choice = for_world(world, **options)
+    if 0 < input_bytes <= choice["fast_max_bytes"][op]:
+        return "fast"
+    if (op == "all_reduce" and choice["push_max_bytes"] > 0
+            and choice["push_min_bytes"] <= input_bytes <= choice["push_max_bytes"]):
+        return "push"
+    return "nccl"
+
+
+def _bytes(n: int) -> str:
+    from nccl_core_backend.bench.sizes import format_bytes
+
+    return format_bytes(n) if n else "-"
+
+
+def render() -> str:
+    """The table as markdown."""
+    lines = ["| ranks | fast path up to (input bytes per rank) | push all_reduce | measured |",
+             "|---|---|---|---|"]
+    for row in table():
+        hi = row["max_world"]
+        ranks = str(row["min_world"]) if hi == row["min_world"] else \
+            f"{row['min_world']}+" if hi > 1 << 20 else f"{row['min_world']}-{hi}"
+        fast = row["fast_max_bytes"]
+        if len(set(fast.values())) == 1:
+            fast_text = f"{_bytes(next(iter(fast.values())))}, every op"
+        else:
+            fast_text = ", ".join(f"{op} {_bytes(b)}" for op, b in fast.items())
+        push = (f"{_bytes(row['push_min_bytes'])} - {_bytes(row['push_max_bytes'])}"
+                if row["push_max_bytes"] else "off")
+        lines.append(f"| {ranks} | {fast_text} | {push} | {row['measured']} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    print(render())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

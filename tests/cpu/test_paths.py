@@ -1,0 +1,76 @@
+"""The path table (csrc/fast/path_table.cpp, nccl_core_backend.paths): which
+calls run as nccl_core's NVLink kernels, by world size, operation and size."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from nccl_core_backend import paths
+
+KiB, MiB = 1 << 10, 1 << 20
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_rows_cover_every_world_size_once_and_say_what_set_them():
+    rows = paths.table()
+    assert rows[0]["min_world"] == 1
+    for a, b in zip(rows, rows[1:]):
+        assert b["min_world"] == a["max_world"] + 1
+    assert rows[-1]["max_world"] >= 1 << 20  # beyond the table: the last row
+    for row in rows:
+        assert set(row["fast_max_bytes"]) == set(paths.OPS)
+        assert len(row["measured"]) > 40  # the run, or "not measured" and why
+        if row["push_max_bytes"]:
+            assert row["push_min_bytes"] <= row["push_max_bytes"]
+
+
+@pytest.mark.parametrize("op,nbytes,world,path", [
+    ("all_reduce", 8, 2, "fast"),
+    ("all_reduce", 256 * KiB, 2, "fast"),
+    ("all_reduce", 1 * MiB, 2, "push"),
+    ("all_reduce", 16 * MiB, 2, "push"),
+    ("all_reduce", 32 * MiB, 2, "nccl"),  # 64 MiB measured 1.01 with the push
+    ("all_reduce", 8 * MiB, 4, "push"),
+    ("all_reduce", 16 * MiB, 4, "nccl"),  # 16 MiB measured 1.10 with the push at 4 ranks
+    ("all_reduce", 8 * MiB, 3, "push"),
+    ("all_reduce", 1 * MiB, 8, "nccl"),  # not measured beyond 4 ranks: no push
+    ("all_reduce", 64 * KiB, 8, "fast"),
+    ("broadcast", 1 * MiB, 2, "nccl"),  # the push is an all_reduce
+    ("all_gather_into_tensor", 256 * KiB, 4, "fast"),
+    ("all_to_all_single", 256 * KiB + 1, 4, "nccl"),
+    ("all_reduce", 0, 2, "nccl"),
+])
+def test_where_calls_go(op, nbytes, world, path):
+    assert paths.path_of(op, nbytes, world) == path
+
+
+def test_options_override_the_table_for_every_operation():
+    off = paths.for_world(2, fast_path_max_bytes=0, push_max_bytes=0)
+    assert set(off["fast_max_bytes"].values()) == {0} and off["push_max_bytes"] == 0
+    assert paths.path_of("all_reduce", 8, 2, fast_path_max_bytes=0, push_max_bytes=0) == "nccl"
+    wide = paths.for_world(8, fast_path_max_bytes=MiB, push_min_bytes=2 * MiB, push_max_bytes=64 * MiB)
+    assert set(wide["fast_max_bytes"].values()) == {MiB}
+    assert (wide["push_min_bytes"], wide["push_max_bytes"]) == (2 * MiB, 64 * MiB)
+    assert paths.path_of("all_reduce", 32 * MiB, 8, push_max_bytes=64 * MiB) == "push"
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="world must be at least 1"):
+        paths.for_world(0)
+    with pytest.raises(ValueError, match="unknown op 'all_gather'"):
+        paths.path_of("all_gather", 8, 2)
+
+
+def test_render_and_the_bench_print_the_table():
+    text = paths.render()
+    assert text.count("\n") == len(paths.table()) + 1
+    assert "| 2 | 256 KiB, every op | 256 KiB - 16 MiB |" in text
+    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0", PYTHONPATH=ROOT)
+    for module in ("nccl_core_backend.paths", "nccl_core_backend.bench"):
+        argv = [sys.executable, "-m", module] + (["--paths"] if module.endswith("bench") else [])
+        p = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
+        assert p.returncode == 0 and p.stdout.strip() == text, p.stderr[-2000:]
