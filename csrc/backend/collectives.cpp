@@ -5,11 +5,14 @@
 #include "backend/backend.h"
 #include "backend/argument_checks.h"
 #include "backend/launch.h"
+#include "collectives/nccl_calls.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
 #include "util/checked.h"
 
 namespace nccl_core {
+
+using collectives::Check;
 
 using c10d::OpType;
 
@@ -164,8 +167,7 @@ WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors,
                   if (f && f->broadcast(c, b.ptr, bytes, root, s)) {
                     return;
                   }
-                  c.call(ncclBroadcast(b.ptr, b.ptr, b.count, b.type, root, c.get(), s),
-                         "ncclBroadcast");
+                  collectives::broadcast({c, s, Check::kWait}, b.ptr, b.ptr, b.count, b.type, root);
                 });
 }
 
@@ -189,8 +191,7 @@ WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors,
                   if (pushed(c, b, op, s)) {
                     return;
                   }
-                  c.call(ncclAllReduce(b.ptr, b.ptr, b.count, b.type, op, c.get(), s),
-                         "ncclAllReduce");
+                  collectives::all_reduce({c, s, Check::kWait}, b.ptr, b.ptr, b.count, b.type, op);
                 });
 }
 
@@ -223,8 +224,8 @@ WorkPtr Backend::allreduce_coalesced(
                   NCCL_CORE_CHECK(c.get(), ncclGroupStart());
                   for (size_t i = 0; i < bufs.size(); ++i) {
                     auto& b = bufs[i];
-                    NCCL_CORE_CHECK(c.get(), ncclAllReduce(b.ptr, b.ptr, b.count, b.type,
-                                                           ops[i], c.get(), s));
+                    collectives::all_reduce({c, s, Check::kGrouped}, b.ptr, b.ptr, b.count, b.type,
+                                            ops[i]);
                   }
                   c.call(ncclGroupEnd(), "ncclGroupEnd");
                 });
@@ -246,11 +247,9 @@ WorkPtr Backend::reduce(std::vector<at::Tensor>& tensors,
                     reduce_alone(opts.reduceOp, t, t);
                     return;
                   }
-                  c.call(ncclReduce(b.ptr, b.ptr, b.count, b.type, op,
-                                    checked::narrow<int, raise_value_error>(opts.rootRank,
-                                                                            "root"),
-                                    c.get(), s),
-                         "ncclReduce");
+                  int root = checked::narrow<int, raise_value_error>(opts.rootRank, "root");
+                  collectives::reduce({c, s, Check::kWait}, b.ptr, b.ptr, b.count, b.type, op,
+                                      root);
                 });
 }
 
@@ -277,9 +276,8 @@ WorkPtr Backend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                     reduce_alone(opts.reduceOp, input, output);
                     return;
                   }
-                  c.call(ncclReduceScatter(in.ptr, out.ptr, out.count, out.type, op,
-                                           c.get(), s),
-                         "ncclReduceScatter");
+                  collectives::reduce_scatter({c, s, Check::kWait}, in.ptr, out.ptr, out.count,
+                                              out.type, op);
                 });
 }
 
@@ -321,8 +319,8 @@ WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs,
                     NCCL_CORE_CHECK(c.get(), ncclGroupStart());
                     for (int r = 0; r < size_; ++r) {
                       void* recv = r == rank_ ? out.ptr : in_bufs[r].ptr;
-                      NCCL_CORE_CHECK(c.get(), ncclReduce(in_bufs[r].ptr, recv, in_bufs[r].count,
-                                                          out.type, op, r, c.get(), s));
+                      collectives::reduce({c, s, Check::kGrouped}, in_bufs[r].ptr, recv,
+                                          in_bufs[r].count, out.type, op, r);
                     }
                     c.call(ncclGroupEnd(), "ncclGroupEnd");
                     return;
@@ -331,9 +329,8 @@ WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs,
                   w.stash.push_back(flat);
                   ncclRedOp_t op = reduce_op(opts.reduceOp, output, out.type, w,
                                              "reduce_scatter");
-                  c.call(ncclReduceScatter(flat.data_ptr(), out.ptr, out.count,
-                                           out.type, op, c.get(), s),
-                         "ncclReduceScatter");
+                  collectives::reduce_scatter({c, s, Check::kWait}, flat.data_ptr(), out.ptr,
+                                              out.count, out.type, op);
                 });
 }
 
@@ -373,10 +370,8 @@ WorkPtr Backend::reduce_scatter_tensor_coalesced(
                   }
                   NCCL_CORE_CHECK(c.get(), ncclGroupStart());
                   for (size_t i = 0; i < ins.size(); ++i) {
-                    NCCL_CORE_CHECK(c.get(),
-                                    ncclReduceScatter(ins[i].ptr, outs[i].ptr,
-                                                      outs[i].count, outs[i].type,
-                                                      ops[i], c.get(), s));
+                    collectives::reduce_scatter({c, s, Check::kGrouped}, ins[i].ptr, outs[i].ptr,
+                                                outs[i].count, outs[i].type, ops[i]);
                   }
                   c.call(ncclGroupEnd(), "ncclGroupEnd");
                 });
@@ -391,9 +386,8 @@ WorkPtr Backend::barrier(const c10d::BarrierOptions& opts) {
   at::Tensor token = at::zeros({1}, at::TensorOptions().device(dev).dtype(at::kFloat));
   auto work = launch(OpType::BARRIER, dev, {}, {token}, call_opts(opts), "barrier",
                      [&](Communicator& c, cudaStream_t s, Work&) {
-                       c.call(ncclAllReduce(token.data_ptr(), token.data_ptr(), 1,
-                                            ncclFloat32, ncclSum, c.get(), s),
-                              "ncclAllReduce");
+                       collectives::all_reduce({c, s, Check::kWait}, token.data_ptr(),
+                                               token.data_ptr(), 1, ncclFloat32, ncclSum);
                      });
   // barrier() blocks the host in wait(), as with backend nccl.
   static_cast<Work*>(work.get())->blocks_host = true;

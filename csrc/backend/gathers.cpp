@@ -5,11 +5,14 @@
 #include "backend/backend.h"
 #include "backend/argument_checks.h"
 #include "backend/launch.h"
+#include "collectives/nccl_calls.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
 #include "util/checked.h"
 
 namespace nccl_core {
+
+using collectives::Check;
 
 using c10d::OpType;
 
@@ -36,8 +39,7 @@ WorkPtr Backend::_allgather_base(at::Tensor& output, at::Tensor& input,
                   if (f && f->all_gather(c, in.ptr, out.ptr, bytes, s)) {
                     return;
                   }
-                  c.call(ncclAllGather(in.ptr, out.ptr, in.count, in.type, c.get(), s),
-                         "ncclAllGather");
+                  collectives::all_gather({c, s, Check::kWait}, in.ptr, out.ptr, in.count, in.type);
                 });
 }
 
@@ -73,18 +75,16 @@ WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                     NCCL_CORE_CHECK(c.get(), ncclGroupStart());
                     for (int r = 0; r < size_; ++r) {
                       const void* send = r == rank_ ? in.ptr : out_bufs[r].ptr;
-                      NCCL_CORE_CHECK(c.get(), ncclBroadcast(send, out_bufs[r].ptr,
-                                                             out_bufs[r].count, in.type, r,
-                                                             c.get(), s));
+                      collectives::broadcast({c, s, Check::kGrouped}, send, out_bufs[r].ptr,
+                                             out_bufs[r].count, in.type, r);
                     }
                     c.call(ncclGroupEnd(), "ncclGroupEnd");
                     return;
                   }
                   at::Tensor flat = flat_like(input, size_);
                   w.stash.push_back(flat);
-                  c.call(ncclAllGather(in.ptr, flat.data_ptr(), in.count, in.type,
-                                       c.get(), s),
-                         "ncclAllGather");
+                  collectives::all_gather({c, s, Check::kWait}, in.ptr, flat.data_ptr(), in.count,
+                                          in.type);
                   w.epilogue.push_back([flat, outs = outs, n = size_]() mutable {
                     for (int r = 0; r < n; ++r) {
                       outs[r].copy_(flat[r].view_as(outs[r]), /*non_blocking=*/true);
@@ -119,8 +119,8 @@ WorkPtr Backend::allgather_coalesced(
                   for (auto& in : inputs) {
                     Buf b = buf(in, "allgather_coalesced");
                     flats.push_back(flat_like(in, size_));
-                    NCCL_CORE_CHECK(c.get(), ncclAllGather(b.ptr, flats.back().data_ptr(),
-                                                           b.count, b.type, c.get(), s));
+                    collectives::all_gather({c, s, Check::kGrouped}, b.ptr, flats.back().data_ptr(),
+                                            b.count, b.type);
                   }
                   c.call(ncclGroupEnd(), "ncclGroupEnd");
                   for (auto& f : flats) {
@@ -160,8 +160,8 @@ WorkPtr Backend::allgather_into_tensor_coalesced(
                   for (size_t i = 0; i < inputs.size(); ++i) {
                     Buf in = buf(inputs[i], "allgather_into_tensor_coalesced");
                     Buf out = buf(outputs[i], "allgather_into_tensor_coalesced");
-                    NCCL_CORE_CHECK(c.get(), ncclAllGather(in.ptr, out.ptr, in.count,
-                                                           in.type, c.get(), s));
+                    collectives::all_gather({c, s, Check::kGrouped}, in.ptr, out.ptr, in.count,
+                                            in.type);
                   }
                   c.call(ncclGroupEnd(), "ncclGroupEnd");
                 });
@@ -202,8 +202,7 @@ WorkPtr Backend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                     w.stash.push_back(flat);
                     recv = flat.data_ptr();
                   }
-                  c.call(ncclGather(in.ptr, recv, in.count, in.type, root, c.get(), s),
-                         "ncclGather");
+                  collectives::gather({c, s, Check::kWait}, in.ptr, recv, in.count, in.type, root);
                   w.epilogue.push_back([flat, outs = outs]() mutable {
                     for (size_t r = 0; r < outs.size(); ++r) {
                       outs[r].copy_(flat[r].view_as(outs[r]), true);
@@ -245,9 +244,8 @@ WorkPtr Backend::scatter(std::vector<at::Tensor>& outputs,
                     w.stash.push_back(flat);
                     send = flat.data_ptr();
                   }
-                  c.call(ncclScatter(send, out.ptr, out.count, out.type, root,
-                                     c.get(), s),
-                         "ncclScatter");
+                  collectives::scatter({c, s, Check::kWait}, send, out.ptr, out.count, out.type,
+                                       root);
                 });
 }
 

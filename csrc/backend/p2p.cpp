@@ -3,11 +3,14 @@
 
 #include "backend/backend.h"
 #include "backend/launch.h"
+#include "collectives/nccl_calls.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
 #include "util/checked.h"
 
 namespace nccl_core {
+
+using collectives::Check;
 
 using c10d::OpType;
 
@@ -93,9 +96,8 @@ WorkPtr Backend::alltoall_base(at::Tensor& output, at::Tensor& input,
                                            s)) {
                       return;
                     }
-                    c.call(ncclAlltoAll(in.ptr, out.ptr, in.count / size_, in.type,
-                                        c.get(), s),
-                           "ncclAlltoAll");
+                    collectives::all_to_all({c, s, Check::kWait}, in.ptr, out.ptr, in.count / size_,
+                                            in.type);
                     return;
                   }
                   // Elements per dim-0 row (complex counted as real pairs).
@@ -117,12 +119,12 @@ WorkPtr Backend::alltoall_base(at::Tensor& output, at::Tensor& input,
                     size_t n_send = in_off[r + 1] - in_off[r];
                     size_t n_recv = out_off[r + 1] - out_off[r];
                     if (n_send > 0) {
-                      NCCL_CORE_CHECK(c.get(), ncclSend(send + in_off[r] * esz, n_send,
-                                                        in.type, r, c.get(), s));
+                      collectives::send({c, s, Check::kGrouped}, send + in_off[r] * esz, n_send,
+                                        in.type, r);
                     }
                     if (n_recv > 0) {
-                      NCCL_CORE_CHECK(c.get(), ncclRecv(recv + out_off[r] * esz, n_recv,
-                                                        out.type, r, c.get(), s));
+                      collectives::recv({c, s, Check::kGrouped}, recv + out_off[r] * esz, n_recv,
+                                        out.type, r);
                     }
                   }
                   c.call(ncclGroupEnd(), "ncclGroupEnd");
@@ -149,10 +151,10 @@ WorkPtr Backend::alltoall(std::vector<at::Tensor>& outputs,
                   }
                   NCCL_CORE_CHECK(c.get(), ncclGroupStart());
                   for (int r = 0; r < size_; ++r) {
-                    NCCL_CORE_CHECK(c.get(), ncclSend(ins[r].ptr, ins[r].count,
-                                                      ins[r].type, r, c.get(), s));
-                    NCCL_CORE_CHECK(c.get(), ncclRecv(outs[r].ptr, outs[r].count,
-                                                      outs[r].type, r, c.get(), s));
+                    collectives::send({c, s, Check::kGrouped}, ins[r].ptr, ins[r].count,
+                                      ins[r].type, r);
+                    collectives::recv({c, s, Check::kGrouped}, outs[r].ptr, outs[r].count,
+                                      outs[r].type, r);
                   }
                   c.call(ncclGroupEnd(), "ncclGroupEnd");
                 });
@@ -166,7 +168,7 @@ WorkPtr Backend::send(std::vector<at::Tensor>& tensors, int dst, int /*tag*/) {
   return launch(OpType::SEND, dev, {t}, {}, CallOpts{c10d::kUnsetTimeout}, "send",
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf b = buf(t, "send");
-                  c.call(ncclSend(b.ptr, b.count, b.type, dst, c.get(), s), "ncclSend");
+                  collectives::send({c, s, Check::kWait}, b.ptr, b.count, b.type, dst);
                 });
 }
 
@@ -180,7 +182,7 @@ WorkPtr Backend::recv(std::vector<at::Tensor>& tensors, int src, int /*tag*/) {
   return launch(OpType::RECV, dev, {}, {t}, call, "recv",
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf b = buf(t, "recv");
-                  c.call(ncclRecv(b.ptr, b.count, b.type, src, c.get(), s), "ncclRecv");
+                  collectives::recv({c, s, Check::kWait}, b.ptr, b.count, b.type, src);
                 });
 }
 

@@ -1,5 +1,5 @@
 // A device buffer as NCCL sees it, and the resolve_tensor rule that makes
-// one from a tensor: what the raw operations (operations.h), the one-sided
+// one from a tensor: what the raw operations (collectives/raw_ops.h), the one-sided
 // calls (rma/) and the Python layer share, below all of them.
 #pragma once
 

@@ -17,11 +17,15 @@
 
 #include <cstdint>
 
-#include "comm/operations.h"
+#include "comm/buffer.h"
+
+namespace nccl_core {
+class Communicator;
+}
 
 namespace nccl_core::fast {
 
-// ops::AllReduceAlt: true once the kernel is enqueued on `stream`.
+// True once the kernel is enqueued on `stream` (collectives/raw_ops.cpp).
 bool raw_all_reduce(Communicator& c, const ops::Buffer& send, void* out, ncclRedOp_t op,
                     cudaStream_t stream);
 

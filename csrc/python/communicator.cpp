@@ -7,7 +7,7 @@
 
 #include "backend/options.h"
 #include "comm/communicator.h"
-#include "comm/operations.h"
+#include "collectives/raw_ops.h"
 #include "comm/resources.h"
 #include "fast/raw.h"
 #include "memory/vmm.h"

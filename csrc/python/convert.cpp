@@ -8,7 +8,7 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
 #include "comm/communicator.h"
-#include "comm/operations.h"
+#include "collectives/raw_ops.h"
 #include "comm/resources.h"
 #include "nccl/api.h"
 #include "nccl/types.h"

@@ -1,4 +1,4 @@
-// Bindings of the raw operations on Communicator (comm/operations.h): the
+// Bindings of the raw operations on Communicator (collectives/raw_ops.h): the
 // nccl.core collectives and point-to-point calls.  They are bound as
 // vectorcall methods (fastcall.h): their host cost is what issue 6 bounds.
 #include <c10/cuda/CUDAGuard.h>
@@ -6,9 +6,8 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "comm/communicator.h"
-#include "comm/operations.h"
+#include "collectives/raw_ops.h"
 #include "comm/resources.h"
-#include "fast/raw.h"
 #include "python/bind.h"
 #include "python/convert.h"
 #include "python/fastcall.h"
@@ -73,8 +72,8 @@ void all_reduce(Communicator& c, py::handle sendbuf, py::handle recvbuf, py::han
   // On a fast path already set up the call is a kernel launch: it keeps the
   // GIL, as torch's own launches do (a release and re-acquire cost ~0.3 µs).
   // Anything that may wait (the first call's window, NCCL) runs without it.
-  if (!ops::all_reduce_now(c, s, r, use, st, &fast::raw_all_reduce_now)) {
-    without_gil([&] { ops::all_reduce(c, s, r, use, st, &fast::raw_all_reduce); });
+  if (!ops::all_reduce_now(c, s, r, use, st)) {
+    without_gil([&] { ops::all_reduce(c, s, r, use, st); });
   }
   prof.mark(host_profile::kRawOp);
   if (factor) {

@@ -20,6 +20,7 @@ FLOORS = {
     "device": 4,    # device communicators and device collectives
     "fast": 4,      # nccl_core's own NVLink kernels (fast path, push)
     "rma": 5,       # one-sided communication
+    "collectives": 5,  # the operations layer: every NCCL collective's call, both surfaces
     "op": 6,        # one operation's state: end event, timing, error, held tensors
     "failures": 7,  # watchdog, error policy, flight recorder, reports, NaN watch
     "tooling": 7,   # torch's tooling: profiler, completion hooks, comm listener
@@ -140,3 +141,48 @@ def test_backend_enters_failures_through_one_door():
                 if m and m.group(1) != "group_failures":
                     others.append(f"csrc/backend/{name}:{number}: failures/{m.group(1)}.h")
     assert others == []
+
+
+# NCCL's collective and point-to-point calls (not the group calls).
+NCCL_COLLECTIVES = ("ncclAllReduce", "ncclReduce", "ncclBroadcast", "ncclBcast", "ncclAllGather",
+                    "ncclGather", "ncclReduceScatter", "ncclAlltoAll", "ncclScatter", "ncclSend",
+                    "ncclRecv")
+# The communicator's own agreements, below the operations layer and no call
+# of either surface: a one-element warm-up sum before NCCL 2.29's first
+# window, and the all-gather of one word per rank that windows agree on.
+BELOW_THE_LAYER = {("csrc/comm/communicator.cpp", "ncclAllReduce"),
+                   ("csrc/comm/communicator.cpp", "ncclAllGather")}
+
+
+def _collective_callers(root: str) -> dict[str, set[str]]:
+    """NCCL collective -> the files outside csrc/nccl/ that call it."""
+    call = re.compile(r"\b(" + "|".join(NCCL_COLLECTIVES) + r")\(")
+    found: dict[str, set[str]] = {}
+    for folder in sorted(os.listdir(root)):
+        path = os.path.join(root, folder)
+        if folder == "nccl" or not os.path.isdir(path):
+            continue
+        for name in sorted(os.listdir(path)):
+            with open(os.path.join(path, name), errors="replace") as f:
+                text = f.read()
+            for m in call.finditer(text):
+                where = f"csrc/{folder}/{name}"
+                if (where, m.group(1)) not in BELOW_THE_LAYER:
+                    found.setdefault(m.group(1), set()).add(where)
+    return found
+
+
+def test_each_nccl_collective_is_called_from_one_file():
+    # issue 49: dist.* (csrc/backend) and the raw Communicator API
+    # (collectives/raw_ops.cpp) both enqueue through collectives/nccl_calls.cpp.
+    callers = _collective_callers(CSRC)
+    assert {op: sorted(files) for op, files in callers.items()
+            if files != {"csrc/collectives/nccl_calls.cpp"}} == {}
+
+
+def test_the_one_file_check_sees_a_second_caller(tmp_path):
+    for folder, text in (("collectives", "ncclSend(a);"), ("backend", "x = ncclSend(b);")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "f.cpp").write_text(text)
+    assert _collective_callers(str(tmp_path)) == {
+        "ncclSend": {"csrc/backend/f.cpp", "csrc/collectives/f.cpp"}}

@@ -1,15 +1,20 @@
-#include "comm/operations.h"
+#include "collectives/raw_ops.h"
 
 #include <memory>
 #include <optional>
 #include <vector>
 
+#include "collectives/nccl_calls.h"
 #include "comm/communicator.h"
+#include "fast/raw.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
 #include "util/checked.h"
 
 namespace nccl_core::ops {
+
+using collectives::Check;
+using collectives::On;
 
 namespace {
 
@@ -19,16 +24,16 @@ thread_local int t_depth = 0;
 // Buffers of the open group's calls: NCCL reads and writes them at group_end.
 thread_local std::vector<at::Tensor> t_kept;
 
-// Checks an enqueue: inside a group NCCL only queues (and may answer
-// ncclInProgress), so waiting happens at group_end.
-template <class F>
-void submit(Communicator& c, const char* what, F&& enqueue) {
+// Where this thread's next call goes: inside a group NCCL only queues (and
+// may answer ncclInProgress), so waiting happens at group_end, and the group
+// holds the communicator until then.
+On at(Communicator& c, cudaStream_t stream) {
   if (t_depth == 0) {
-    c.run(what, enqueue);
-    return;
+    return On{c, stream, Check::kBounded};
   }
+  (void)c.get();  // a closed communicator is refused before the group holds it
   c.hold_for_open_group();
-  api::check(enqueue(), what, c.get());
+  return On{c, stream, Check::kGrouped};
 }
 
 void check_device(const Communicator& c, const Buffer& b, const char* name) {
@@ -122,35 +127,27 @@ void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& re
             ncclRedOp_t op, int root, cudaStream_t stream) {
   void* out = rooted_recv(c, send, recv, root, send.count, "allreduce");
   op = alone(c, op);
-  ncclComm_t comm = c.get();
   if (root < 0) {
-    submit(c, "ncclAllReduce", [&] {
-      return ncclAllReduce(send.ptr, out, send.count, send.type, op, comm, stream);
-    });
+    collectives::all_reduce(at(c, stream), send.ptr, out, send.count, send.type, op);
   } else {
-    submit(c, "ncclReduce", [&] {
-      return ncclReduce(send.ptr, out, send.count, send.type, op, root, comm, stream);
-    });
+    collectives::reduce(at(c, stream), send.ptr, out, send.count, send.type, op, root);
   }
 }
 
 bool all_reduce_now(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
-                    ncclRedOp_t op, cudaStream_t stream, AllReduceAlt alt) {
+                    ncclRedOp_t op, cudaStream_t stream) {
   void* out = rooted_recv(c, send, recv, -1, send.count, "allreduce");
-  return t_depth == 0 && alt(c, send, out, alone(c, op), stream);
+  return t_depth == 0 && fast::raw_all_reduce_now(c, send, out, alone(c, op), stream);
 }
 
 void all_reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
-                ncclRedOp_t op, cudaStream_t stream, AllReduceAlt alt) {
+                ncclRedOp_t op, cudaStream_t stream) {
   void* out = rooted_recv(c, send, recv, -1, send.count, "allreduce");
   op = alone(c, op);
-  if (t_depth == 0 && alt != nullptr && alt(c, send, out, op, stream)) {
+  if (t_depth == 0 && fast::raw_all_reduce(c, send, out, op, stream)) {
     return;
   }
-  ncclComm_t comm = c.get();
-  submit(c, "ncclAllReduce", [&] {
-    return ncclAllReduce(send.ptr, out, send.count, send.type, op, comm, stream);
-  });
+  collectives::all_reduce(at(c, stream), send.ptr, out, send.count, send.type, op);
 }
 
 void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,
@@ -161,9 +158,7 @@ void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer&
                       " elements, recvbuf has ", recv.count);
   }
   const void* in = s != nullptr ? s->ptr : nullptr;
-  submit(c, "ncclBroadcast", [&] {
-    return ncclBroadcast(in, recv.ptr, recv.count, recv.type, root, c.get(), stream);
-  });
+  collectives::broadcast(at(c, stream), in, recv.ptr, recv.count, recv.type, root);
 }
 
 void gather(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv, int root,
@@ -172,15 +167,10 @@ void gather(Communicator& c, const Buffer& send, const std::optional<Buffer>& re
                           checked::mul(send.count, static_cast<size_t>(c.nranks()),
                                        "recvbuf count (sendbuf count x nranks)"),
                           "allgather");
-  ncclComm_t comm = c.get();
   if (root < 0) {
-    submit(c, "ncclAllGather", [&] {
-      return ncclAllGather(send.ptr, out, send.count, send.type, comm, stream);
-    });
+    collectives::all_gather(at(c, stream), send.ptr, out, send.count, send.type);
   } else {
-    submit(c, "ncclGather", [&] {
-      return ncclGather(send.ptr, out, send.count, send.type, root, comm, stream);
-    });
+    collectives::gather(at(c, stream), send.ptr, out, send.count, send.type, root);
   }
 }
 
@@ -192,9 +182,7 @@ void reduce_scatter(Communicator& c, const Buffer& send, const Buffer& recv, ncc
   size_t count = block_of(c, send);
   check_at_least(recv.count, count, "recvbuf");
   op = alone(c, op);
-  submit(c, "ncclReduceScatter", [&] {
-    return ncclReduceScatter(send.ptr, recv.ptr, count, send.type, op, c.get(), stream);
-  });
+  collectives::reduce_scatter(at(c, stream), send.ptr, recv.ptr, count, send.type, op);
 }
 
 void alltoall(Communicator& c, const Buffer& send, const Buffer& recv, cudaStream_t stream) {
@@ -203,9 +191,7 @@ void alltoall(Communicator& c, const Buffer& send, const Buffer& recv, cudaStrea
   check_types(send, recv);
   size_t count = block_of(c, send);
   check_at_least(recv.count, send.count, "recvbuf");
-  submit(c, "ncclAlltoAll", [&] {
-    return ncclAlltoAll(send.ptr, recv.ptr, count, send.type, c.get(), stream);
-  });
+  collectives::all_to_all(at(c, stream), send.ptr, recv.ptr, count, send.type);
 }
 
 void scatter(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,
@@ -217,25 +203,19 @@ void scatter(Communicator& c, const std::optional<Buffer>& send, const Buffer& r
                       count, " elements (sendbuf / nranks), got ", recv.count);
   }
   const void* in = s != nullptr ? s->ptr : nullptr;
-  submit(c, "ncclScatter", [&] {
-    return ncclScatter(in, recv.ptr, recv.count, recv.type, root, c.get(), stream);
-  });
+  collectives::scatter(at(c, stream), in, recv.ptr, recv.count, recv.type, root);
 }
 
 void send(Communicator& c, const Buffer& buf, int peer, cudaStream_t stream) {
   check_device(c, buf, "sendbuf");
   check_peer(c, peer);
-  submit(c, "ncclSend", [&] {
-    return ncclSend(buf.ptr, buf.count, buf.type, peer, c.get(), stream);
-  });
+  collectives::send(at(c, stream), buf.ptr, buf.count, buf.type, peer);
 }
 
 void recv(Communicator& c, const Buffer& buf, int peer, cudaStream_t stream) {
   check_device(c, buf, "recvbuf");
   check_peer(c, peer);
-  submit(c, "ncclRecv", [&] {
-    return ncclRecv(buf.ptr, buf.count, buf.type, peer, c.get(), stream);
-  });
+  collectives::recv(at(c, stream), buf.ptr, buf.count, buf.type, peer);
 }
 
 void group_start() {

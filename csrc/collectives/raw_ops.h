@@ -1,7 +1,9 @@
-// The raw NCCL operations of the nccl.core-style Communicator.
+// The operations of the nccl.core-style Communicator (Communicator.allreduce
+// and friends), in the operations layer (nccl_calls.h).
 //
 // Each checks its arguments first (NcclInvalid, nothing enqueued), then
-// enqueues one NCCL call on `stream`.  Counts follow nccl.core: reductions
+// enqueues one NCCL call on `stream` (a small all-reduce may run as our
+// fast-path kernel instead: fast/raw.h).  Counts follow nccl.core: reductions
 // and gathers take the send buffer's count, broadcast and scatter the
 // receive buffer's; receive buffers may be larger than needed.  Between
 // group_start() and group_end() calls only queue; group_end() waits for
@@ -23,22 +25,20 @@ class Communicator;
 
 namespace ops {
 
-// root < 0: all-reduce (ncclAllReduce); else ncclReduce, `recv` needed on root only.
+// root < 0: all-reduce (ncclAllReduce, never the fast path); else ncclReduce,
+// `recv` needed on root only.
 void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
             ncclRedOp_t op, int root, cudaStream_t stream);
-// An all-reduce that a layer above may run itself: once the arguments are
-// checked, and outside any group (where NCCL only queues until group_end),
-// `alt` runs the call into `out` and returns true, or returns false with
-// nothing enqueued, and ncclAllReduce runs instead.
-using AllReduceAlt = bool (*)(Communicator& c, const Buffer& send, void* out, ncclRedOp_t op,
-                              cudaStream_t stream);
+// The all-reduce: outside any group (where NCCL only queues until
+// group_end), a small call runs as our fast-path kernel (fast/raw.h), else
+// as ncclAllReduce.
 void all_reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
-                ncclRedOp_t op, cudaStream_t stream, AllReduceAlt alt);
-// The same checks, then `alt` alone (outside any group): whether it ran the
-// call.  NCCL is never called (the caller may hold a lock that NCCL's waits
-// must not).
+                ncclRedOp_t op, cudaStream_t stream);
+// The same checks, then the fast path alone, for a caller holding the GIL:
+// whether it ran the call (fast::raw_all_reduce_now).  NCCL is never called
+// (its waits must not hold the GIL).
 bool all_reduce_now(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
-                    ncclRedOp_t op, cudaStream_t stream, AllReduceAlt alt);
+                    ncclRedOp_t op, cudaStream_t stream);
 void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,
                cudaStream_t stream);
 // root < 0: all-gather; else ncclGather, `recv` needed on root only.

@@ -1,0 +1,85 @@
+#include "collectives/nccl_calls.h"
+
+#include "comm/communicator.h"
+#include "nccl/api.h"
+
+namespace nccl_core::collectives {
+
+namespace {
+
+// `enqueue` makes one NCCL call on on.comm's handle, checked as on.check says.
+template <class F>
+void submit(const On& on, const char* what, F&& enqueue) {
+  Communicator& c = on.comm;
+  switch (on.check) {
+    case Check::kWait:
+      c.call(enqueue(c.get()), what);
+      return;
+    case Check::kBounded:
+      c.run(what, [&] { return enqueue(c.get()); });
+      return;
+    case Check::kGrouped:
+      api::check(enqueue(c.get()), what, c.get());
+      return;
+  }
+}
+
+}  // namespace
+
+void all_reduce(const On& on, const void* in, void* out, size_t count, ncclDataType_t type,
+                ncclRedOp_t op) {
+  submit(on, "ncclAllReduce",
+         [&](ncclComm_t c) { return ncclAllReduce(in, out, count, type, op, c, on.stream); });
+}
+
+void reduce(const On& on, const void* in, void* out, size_t count, ncclDataType_t type,
+            ncclRedOp_t op, int root) {
+  submit(on, "ncclReduce",
+         [&](ncclComm_t c) { return ncclReduce(in, out, count, type, op, root, c, on.stream); });
+}
+
+void broadcast(const On& on, const void* in, void* out, size_t count, ncclDataType_t type,
+               int root) {
+  submit(on, "ncclBroadcast",
+         [&](ncclComm_t c) { return ncclBroadcast(in, out, count, type, root, c, on.stream); });
+}
+
+void all_gather(const On& on, const void* in, void* out, size_t count, ncclDataType_t type) {
+  submit(on, "ncclAllGather",
+         [&](ncclComm_t c) { return ncclAllGather(in, out, count, type, c, on.stream); });
+}
+
+void gather(const On& on, const void* in, void* out, size_t count, ncclDataType_t type,
+            int root) {
+  submit(on, "ncclGather",
+         [&](ncclComm_t c) { return ncclGather(in, out, count, type, root, c, on.stream); });
+}
+
+void reduce_scatter(const On& on, const void* in, void* out, size_t count, ncclDataType_t type,
+                    ncclRedOp_t op) {
+  submit(on, "ncclReduceScatter",
+         [&](ncclComm_t c) { return ncclReduceScatter(in, out, count, type, op, c, on.stream); });
+}
+
+void all_to_all(const On& on, const void* in, void* out, size_t count, ncclDataType_t type) {
+  submit(on, "ncclAlltoAll",
+         [&](ncclComm_t c) { return ncclAlltoAll(in, out, count, type, c, on.stream); });
+}
+
+void scatter(const On& on, const void* in, void* out, size_t count, ncclDataType_t type,
+             int root) {
+  submit(on, "ncclScatter",
+         [&](ncclComm_t c) { return ncclScatter(in, out, count, type, root, c, on.stream); });
+}
+
+void send(const On& on, const void* buf, size_t count, ncclDataType_t type, int peer) {
+  submit(on, "ncclSend",
+         [&](ncclComm_t c) { return ncclSend(buf, count, type, peer, c, on.stream); });
+}
+
+void recv(const On& on, void* buf, size_t count, ncclDataType_t type, int peer) {
+  submit(on, "ncclRecv",
+         [&](ncclComm_t c) { return ncclRecv(buf, count, type, peer, c, on.stream); });
+}
+
+}  // namespace nccl_core::collectives
