@@ -29,7 +29,7 @@
 #define NCCL_CORE_OVERRIDE_215
 #endif
 
-#include "backend/call.h"
+#include "backend/call_args.h"
 #include "backend/options.h"
 #include "backend/work.h"
 #include "comm/communicator.h"

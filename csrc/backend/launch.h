@@ -153,7 +153,7 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       c10::cuda::CUDAStreamGuard on_stream(stream);
       // A blocking communicator may wait on peers inside `fn` (connection
       // setup): bounded by the timeout, and the error names the operation.
-      HostCall guard = comm->bounded(what);
+      BoundedCall guard = comm->bounded(what);
       prof.mark(hp::kGuard);
       try {
         if (!(estimating_ && size_ == 1)) {  // alone there is nothing to estimate

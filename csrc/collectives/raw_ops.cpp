@@ -11,7 +11,7 @@
 #include "nccl/types.h"
 #include "util/checked.h"
 
-namespace nccl_core::ops {
+namespace nccl_core::raw {
 
 using collectives::Check;
 using collectives::On;
@@ -236,7 +236,7 @@ void group_end() {
   std::vector<at::Tensor> kept;
   kept.swap(t_kept);
   // The outermost end launches everything: bounded like any blocking call.
-  std::optional<HostCall> guard;
+  std::optional<BoundedCall> guard;
   if (!members.empty()) {
     const auto& first = members[0].comm;
     guard.emplace(first, first->blocking(), first->timeout(), "ncclGroupEnd");
@@ -266,4 +266,4 @@ size_t kept_for_group() {
   return t_kept.size();
 }
 
-} // namespace nccl_core::ops
+} // namespace nccl_core::raw

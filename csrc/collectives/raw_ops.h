@@ -23,7 +23,7 @@ namespace nccl_core {
 
 class Communicator;
 
-namespace ops {
+namespace raw {
 
 // root < 0: all-reduce (ncclAllReduce, never the fast path); else ncclReduce,
 // `recv` needed on root only.
@@ -62,5 +62,5 @@ void keep_for_group(at::Tensor t);
 // Tensors kept for this thread's open group.
 size_t kept_for_group();
 
-} // namespace ops
+} // namespace raw
 } // namespace nccl_core

@@ -5,13 +5,13 @@
 #include "nccl/types.h"
 #include "util/checked.h"
 
-namespace nccl_core::ops {
+namespace nccl_core {
 
-Buffer resolve_tensor(const at::Tensor& t, const char* name, Layout layout) {
+Buffer resolve_tensor(const at::Tensor& t, const char* name, BufferLayout layout) {
   NCCL_CORE_REQUIRE(t.defined(), name, " is an undefined tensor");
   NCCL_CORE_REQUIRE(t.is_cuda(), name, " must be a CUDA tensor, got a ", t.device(), " tensor");
   NCCL_CORE_REQUIRE(t.layout() == at::kStrided, name, " must be a dense (strided) tensor");
-  if (layout == Layout::Contiguous) {
+  if (layout == BufferLayout::Contiguous) {
     // NCCL walks count elements from the data pointer: any other order
     // (x.t(), a Fortran-ordered array, a permuted view) would be reduced,
     // gathered or sent in memory order, not in the tensor's.
@@ -51,4 +51,4 @@ ncclRedOp_t for_buffer(ncclRedOp_t op, const Buffer& b) {
   }
 }
 
-} // namespace nccl_core::ops
+} // namespace nccl_core

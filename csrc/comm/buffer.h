@@ -8,7 +8,7 @@
 
 #include <cstddef>
 
-namespace nccl_core::ops {
+namespace nccl_core {
 
 // A device buffer as NCCL sees it (what resolve_tensor returns).
 struct Buffer {
@@ -24,15 +24,16 @@ struct Buffer {
 // transposed view (x.t()) would be reduced, gathered or sent in the wrong
 // element order.  A byte range (registration, resolve_tensor's answer) may
 // be any dense layout.
-enum class Layout { Contiguous, Dense };
+enum class BufferLayout { Contiguous, Dense };
 
 // The resolve_tensor rule: a CUDA tensor of a dtype NCCL has (bool as
 // uint8) in the `layout` asked for.  Throws NcclInvalid naming `name` otherwise.
-Buffer resolve_tensor(const at::Tensor& t, const char* name, Layout layout = Layout::Contiguous);
+Buffer resolve_tensor(const at::Tensor& t, const char* name,
+                      BufferLayout layout = BufferLayout::Contiguous);
 
 // The op to run on `b`: bool buffers (uint8 to NCCL) reduce as logic, as
 // the backend does -- SUM is OR (MAX), PRODUCT is AND (MIN) -- so a result
 // is always 0 or 1; AVG and PreMulSum have no meaning there and are refused.
 ncclRedOp_t for_buffer(ncclRedOp_t op, const Buffer& b);
 
-} // namespace nccl_core::ops
+} // namespace nccl_core

@@ -4,7 +4,7 @@
 // ncclGroupEnd (every collective) on a new thread, ~100 µs per call.  The
 // calls that can wait on a missing rank stay bounded by the timeout anyway:
 // init runs on a helper thread we wait for, and the rest run inside a
-// HostCall scope (host_call.h).  CommConfig::blocking = false selects NCCL's
+// BoundedCall scope (bounded_call.h).  CommConfig::blocking = false selects NCCL's
 // non-blocking mode, where we poll with the same deadline.
 // Lifecycle transitions (finalize, destroy, abort) are idempotent; after any
 // of them `get()` raises instead of handing out a dangling handle.
@@ -23,7 +23,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "comm/host_call.h"
+#include "comm/bounded_call.h"
 #include "nccl/newer.h"
 #include "memory/mapped_host.h"
 
@@ -123,21 +123,21 @@ class Communicator : public Abortable, public std::enable_shared_from_this<Commu
   // Checks an NCCL result for this communicator; waits out ncclInProgress.
   void call(ncclResult_t result, const char* what);
   // Runs `f` (one NCCL call returning ncclResult_t) bounded by the timeout
-  // (see host_call.h), then checks its result like call().
+  // (see bounded_call.h), then checks its result like call().
   template <class F>
   void run(const char* what, F&& f) {
-    HostCall guard = bounded(what);
+    BoundedCall guard = bounded(what);
     ncclResult_t r = f();
     guard.rethrow_if_expired();
     call(r, what);
   }
   bool blocking() const { return blocking_; }
-  // A HostCall scope for the call `what` on this communicator (host_call.h).
-  HostCall bounded(const char* what) {
+  // A BoundedCall scope for the call `what` on this communicator (bounded_call.h).
+  BoundedCall bounded(const char* what) {
     if (!blocking_) {
-      return HostCall({}, false, {}, what);  // polls with its own deadline: no monitor
+      return BoundedCall({}, false, {}, what);  // polls with its own deadline: no monitor
     }
-    return HostCall(weak_from_this(), true, timeout(), what);
+    return BoundedCall(weak_from_this(), true, timeout(), what);
   }
   // NCCL 2.29.x has been seen to fail a window registration that is the
   // communicator's very first operation.  Window::create calls this first:

@@ -7,7 +7,7 @@
 
 #include "comm/communicator.h"
 #include "comm/device_scope.h"
-#include "comm/host_call.h"
+#include "comm/bounded_call.h"
 #include "nccl/api.h"
 
 namespace nccl_core {
@@ -162,7 +162,7 @@ std::shared_ptr<Communicator> Communicator::make_child(const char* what, bool bl
   if (blocking_ && blocking) {
     // Collective on the parent: bounded like any blocking host call.  A
     // non-blocking child (or parent) hands out the child asynchronously.
-    HostCall guard = bounded(what);
+    BoundedCall guard = bounded(what);
     ncclResult_t r = start(&child);
     guard.rethrow_if_expired();
     api::check(r, what, parent);

@@ -81,7 +81,7 @@ std::shared_ptr<RawPath> path_of(Communicator& c) {
 }
 
 // The call on `path`, whose mutex the caller holds.
-bool run(Communicator& c, RawPath& path, const ops::Buffer& send, void* out, ncclRedOp_t op,
+bool run(Communicator& c, RawPath& path, const Buffer& send, void* out, ncclRedOp_t op,
          cudaStream_t stream) {
   host_profile::Timer prof;
   c10::cuda::CUDAGuard on_device(static_cast<c10::DeviceIndex>(c.device()));
@@ -102,14 +102,14 @@ bool run(Communicator& c, RawPath& path, const ops::Buffer& send, void* out, ncc
   return launched;
 }
 
-bool eligible(Communicator& c, const ops::Buffer& send) {
+bool eligible(Communicator& c, const Buffer& send) {
   return max_bytes() != 0 && checked::bytes(send.count, types::element_size(send.type), "sendbuf bytes") <= max_bytes() &&
          c.is_live();
 }
 
 }  // namespace
 
-bool raw_all_reduce(Communicator& c, const ops::Buffer& send, void* out, ncclRedOp_t op,
+bool raw_all_reduce(Communicator& c, const Buffer& send, void* out, ncclRedOp_t op,
                     cudaStream_t stream) {
   if (!eligible(c, send)) {
     return false;
@@ -119,7 +119,7 @@ bool raw_all_reduce(Communicator& c, const ops::Buffer& send, void* out, ncclRed
   return run(c, *path, send, out, op, stream);
 }
 
-bool raw_all_reduce_now(Communicator& c, const ops::Buffer& send, void* out, ncclRedOp_t op,
+bool raw_all_reduce_now(Communicator& c, const Buffer& send, void* out, ncclRedOp_t op,
                         cudaStream_t stream) {
   auto p = c.attachment(kKey);
   if (!p || !eligible(c, send)) {

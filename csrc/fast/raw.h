@@ -26,14 +26,14 @@ class Communicator;
 namespace nccl_core::fast {
 
 // True once the kernel is enqueued on `stream` (collectives/raw_ops.cpp).
-bool raw_all_reduce(Communicator& c, const ops::Buffer& send, void* out, ncclRedOp_t op,
+bool raw_all_reduce(Communicator& c, const Buffer& send, void* out, ncclRedOp_t op,
                     cudaStream_t stream);
 
 // The same for a caller holding the GIL: runs the call only where it costs
 // a kernel launch, on an engine already set up and not busy; false with
 // nothing done otherwise (raw_all_reduce then decides as it always does, so
 // every rank still takes the same path).
-bool raw_all_reduce_now(Communicator& c, const ops::Buffer& send, void* out, ncclRedOp_t op,
+bool raw_all_reduce_now(Communicator& c, const Buffer& send, void* out, ncclRedOp_t op,
                         cudaStream_t stream);
 
 // Raw calls of `c` that took the fast path so far (tests: proof that it ran).

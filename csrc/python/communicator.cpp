@@ -147,7 +147,7 @@ void bind_communicator(py::module_& m) {
             Communicator::Use use(*c);
             at::Tensor t = as_tensor(buffer, "buffer");
             // A byte range: any dense layout.
-            auto b = ops::resolve_tensor(t, "buffer", ops::Layout::Dense);
+            auto b = resolve_tensor(t, "buffer", BufferLayout::Dense);
             NCCL_CORE_REQUIRE(b.device == c->device(), "buffer is on device ", b.device,
                               ", but communicator is on device ", c->device());
             size_t bytes = checked::bytes(b.count, types::element_size(b.type), "buffer bytes");
@@ -160,7 +160,7 @@ void bind_communicator(py::module_& m) {
           [](const CommPtr& c, py::handle buffer, py::handle flags) {
             Communicator::Use use(*c);
             at::Tensor t = as_tensor(buffer, "buffer");
-            auto b = ops::resolve_tensor(t, "buffer", ops::Layout::Dense);
+            auto b = resolve_tensor(t, "buffer", BufferLayout::Dense);
             NCCL_CORE_REQUIRE(b.device == c->device(), "buffer is on device ", b.device,
                               ", but communicator is on device ", c->device());
             long long f = flags.is_none() ? 0 : as_int(flags, "flags");
@@ -197,10 +197,10 @@ void bind_communicator(py::module_& m) {
           arg("scalar"), arg("datatype") = py::none(), arg("residence") = py::none(),
           "ncclRedOpCreatePreMulSum: output = scalar * sum(inputs).");
 
-  m.def("group_start", &ops::group_start, "ncclGroupStart for this thread.");
-  m.def("group_end", &ops::group_end, py::call_guard<py::gil_scoped_release>(),
+  m.def("group_start", &raw::group_start, "ncclGroupStart for this thread.");
+  m.def("group_end", &raw::group_end, py::call_guard<py::gil_scoped_release>(),
         "ncclGroupEnd; waits for the communicators the group used.");
-  m.def("_group_depth", &ops::group_depth);
+  m.def("_group_depth", &raw::group_depth);
   m.def(
       "get_error_string",
       [](py::handle result) {

@@ -43,17 +43,17 @@ at::Tensor as_tensor(py::handle obj, const char* name) {
   return THPVariable_Unpack(t.ptr());
 }
 
-ops::Buffer as_buffer(py::handle obj, const char* name, ops::Layout layout) {
+Buffer as_buffer(py::handle obj, const char* name, BufferLayout layout) {
   at::Tensor t = as_tensor(obj, name);
-  ops::Buffer b = ops::resolve_tensor(t, name, layout);
-  if (ops::group_depth() > 0) {
+  Buffer b = resolve_tensor(t, name, layout);
+  if (raw::group_depth() > 0) {
     // NCCL reads and writes it at group_end: it must outlive the Python object.
-    ops::keep_for_group(std::move(t));
+    raw::keep_for_group(std::move(t));
   }
   return b;
 }
 
-std::optional<ops::Buffer> as_optional_buffer(py::handle obj, const char* name) {
+std::optional<Buffer> as_optional_buffer(py::handle obj, const char* name) {
   if (obj.is_none()) {
     return std::nullopt;
   }
@@ -104,8 +104,8 @@ cudaStream_t as_stream(py::handle obj, int device) {
                        std::string(py::str(py::type::of(obj).attr("__name__"))));
 }
 
-ncclRedOp_t as_red_op(py::handle obj, const Communicator& comm, const ops::Buffer& buf) {
-  return ops::for_buffer(red_op_for_type(obj, comm, buf.type), buf);
+ncclRedOp_t as_red_op(py::handle obj, const Communicator& comm, const Buffer& buf) {
+  return for_buffer(red_op_for_type(obj, comm, buf.type), buf);
 }
 
 ncclRedOp_t red_op_for_type(py::handle obj, const Communicator& comm, ncclDataType_t type) {

@@ -23,13 +23,13 @@ namespace py = pybind11;
 // A torch.Tensor as is; anything with __dlpack__ or
 // __cuda_array_interface__ (CuPy, Numba, cuda.core) viewed as one.
 at::Tensor as_tensor(py::handle obj, const char* name);
-// as_tensor + ops::resolve_tensor (C-contiguous unless `layout` says
+// as_tensor + resolve_tensor (C-contiguous unless `layout` says
 // otherwise).  Inside a group (group_start) the tensor is kept until
 // group_end, when NCCL uses it.
-ops::Buffer as_buffer(py::handle obj, const char* name,
-                      ops::Layout layout = ops::Layout::Contiguous);
+Buffer as_buffer(py::handle obj, const char* name,
+                      BufferLayout layout = BufferLayout::Contiguous);
 // None -> nullopt (for buffers that only the root needs).
-std::optional<ops::Buffer> as_optional_buffer(py::handle obj, const char* name);
+std::optional<Buffer> as_optional_buffer(py::handle obj, const char* name);
 
 // None -> torch's current stream on `device`; an int handle; a torch.cuda.Stream
 // (on `device`); objects with __cuda_stream__ (cuda.core) or .ptr (CuPy).
@@ -37,8 +37,8 @@ cudaStream_t as_stream(py::handle obj, int device);
 
 // NcclRedOp / int / torch.distributed.ReduceOp (SUM, PRODUCT, MIN, MAX, AVG)
 // or a CustomRedOp of this communicator made for `buf`'s type; for a bool
-// buffer, the logical op (ops::for_buffer).
-ncclRedOp_t as_red_op(py::handle obj, const Communicator& comm, const ops::Buffer& buf);
+// buffer, the logical op (for_buffer).
+ncclRedOp_t as_red_op(py::handle obj, const Communicator& comm, const Buffer& buf);
 // The same op for an NCCL type, without the bool rule.
 ncclRedOp_t red_op_for_type(py::handle obj, const Communicator& comm, ncclDataType_t type);
 

@@ -55,7 +55,7 @@ py::object gin_enum(int value) {
   return py::module_::import("nccl_core_backend.constants").attr("NcclGinType")(value);
 }
 
-void check_out(const ops::Buffer& out, const DevComm& dc) {
+void check_out(const Buffer& out, const DevComm& dc) {
   auto comm = dc.owner();
   NCCL_CORE_REQUIRE(comm != nullptr, "the device communicator's communicator is gone");
   NCCL_CORE_REQUIRE(out.device == comm->device(), "out is on device ", out.device,

@@ -25,7 +25,7 @@ void bind_memory(py::module_& m) {
       "_resolve_tensor",
       [](py::handle t) {
         // A query: any dense layout answers with its one block of memory.
-        auto b = ops::resolve_tensor(as_tensor(t, "tensor"), "tensor", ops::Layout::Dense);
+        auto b = resolve_tensor(as_tensor(t, "tensor"), "tensor", BufferLayout::Dense);
         return py::make_tuple(reinterpret_cast<uintptr_t>(b.ptr), b.count,
                               static_cast<int>(b.type), b.device);
       },

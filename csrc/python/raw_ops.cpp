@@ -29,7 +29,7 @@ void without_gil(Fn&& fn) {
 
 // A buffer only `root` reads or writes (root < 0: every rank does); None or
 // anything else is ignored on the other ranks.
-std::optional<ops::Buffer> on_root(const Communicator& c, int root, py::handle obj,
+std::optional<Buffer> on_root(const Communicator& c, int root, py::handle obj,
                                    const char* name) {
   if (root >= 0 && root != c.rank()) {
     return std::nullopt;
@@ -43,7 +43,7 @@ std::optional<ops::Buffer> on_root(const Communicator& c, int root, py::handle o
 // below would not hold) runs as NCCL's SUM, a plain copy, and then scales its
 // output on the same stream.  The factor, or nothing for every other call.
 std::optional<at::Tensor> premul_alone(const Communicator& c, py::handle op) {
-  if (c.nranks() != 1 || ops::group_depth() > 0 || !py::isinstance<CustomRedOp>(op)) {
+  if (c.nranks() != 1 || raw::group_depth() > 0 || !py::isinstance<CustomRedOp>(op)) {
     return std::nullopt;
   }
   return op.cast<CustomRedOp&>().scalar();
@@ -72,8 +72,8 @@ void all_reduce(Communicator& c, py::handle sendbuf, py::handle recvbuf, py::han
   // On a fast path already set up the call is a kernel launch: it keeps the
   // GIL, as torch's own launches do (a release and re-acquire cost ~0.3 µs).
   // Anything that may wait (the first call's window, NCCL) runs without it.
-  if (!ops::all_reduce_now(c, s, r, use, st)) {
-    without_gil([&] { ops::all_reduce(c, s, r, use, st); });
+  if (!raw::all_reduce_now(c, s, r, use, st)) {
+    without_gil([&] { raw::all_reduce(c, s, r, use, st); });
   }
   prof.mark(host_profile::kRawOp);
   if (factor) {
@@ -81,9 +81,9 @@ void all_reduce(Communicator& c, py::handle sendbuf, py::handle recvbuf, py::han
   }
 }
 
-using FromRoot = void (*)(Communicator&, const std::optional<ops::Buffer>&, const ops::Buffer&,
+using FromRoot = void (*)(Communicator&, const std::optional<Buffer>&, const Buffer&,
                           int, cudaStream_t);
-using WithPeer = void (*)(Communicator&, const ops::Buffer&, int, cudaStream_t);
+using WithPeer = void (*)(Communicator&, const Buffer&, int, cudaStream_t);
 
 // broadcast / scatter: `sendbuf` is read on `root` only.
 template <FromRoot Op>
@@ -129,7 +129,7 @@ void bind_raw_ops(py::module_& m) {
         auto o = as_red_op(op, c, s);
         auto st = as_stream(stream, c.device());
         auto factor = premul_alone(c, op);
-        without_gil([&] { ops::reduce(c, s, r, factor ? ncclSum : o, rt, st); });
+        without_gil([&] { raw::reduce(c, s, r, factor ? ncclSum : o, rt, st); });
         if (factor && r) {
           scale_output(c, recvbuf, s.count, *factor, st);
         }
@@ -138,7 +138,7 @@ void bind_raw_ops(py::module_& m) {
   fastcall::def(
       cls, "broadcast", "sendbuf, recvbuf, root, *, stream=None",
       [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle root,
-         py::handle stream) { from_root<&ops::broadcast>(c, sendbuf, recvbuf, root, stream); },
+         py::handle stream) { from_root<&raw::broadcast>(c, sendbuf, recvbuf, root, stream); },
       "ncclBroadcast from `root` (sendbuf is only read there).");
   fastcall::def(
       cls, "allgather", "sendbuf, recvbuf, *, stream=None",
@@ -147,7 +147,7 @@ void bind_raw_ops(py::module_& m) {
         auto s = as_buffer(sendbuf, "sendbuf");
         auto r = as_buffer(recvbuf, "recvbuf");
         auto st = as_stream(stream, c.device());
-        without_gil([&] { ops::gather(c, s, r, -1, st); });
+        without_gil([&] { raw::gather(c, s, r, -1, st); });
       },
       "ncclAllGather: recvbuf holds nranks blocks of sendbuf's size.");
   fastcall::def(
@@ -159,7 +159,7 @@ void bind_raw_ops(py::module_& m) {
         auto s = as_buffer(sendbuf, "sendbuf");
         auto r = on_root(c, rt, recvbuf, "recvbuf");
         auto st = as_stream(stream, c.device());
-        without_gil([&] { ops::gather(c, s, r, rt, st); });
+        without_gil([&] { raw::gather(c, s, r, rt, st); });
       },
       "ncclGather to `root` (None: all-gather).");
   fastcall::def(
@@ -172,7 +172,7 @@ void bind_raw_ops(py::module_& m) {
         auto o = as_red_op(op, c, s);
         auto st = as_stream(stream, c.device());
         auto factor = premul_alone(c, op);
-        without_gil([&] { ops::reduce_scatter(c, s, r, factor ? ncclSum : o, st); });
+        without_gil([&] { raw::reduce_scatter(c, s, r, factor ? ncclSum : o, st); });
         if (factor) {
           scale_output(c, recvbuf, s.count, *factor, st);
         }
@@ -185,24 +185,24 @@ void bind_raw_ops(py::module_& m) {
         auto s = as_buffer(sendbuf, "sendbuf");
         auto r = as_buffer(recvbuf, "recvbuf");
         auto st = as_stream(stream, c.device());
-        without_gil([&] { ops::alltoall(c, s, r, st); });
+        without_gil([&] { raw::alltoall(c, s, r, st); });
       },
       "ncclAlltoAll: block i of sendbuf goes to rank i.");
   fastcall::def(
       cls, "scatter", "sendbuf, recvbuf, root, *, stream=None",
       [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle root,
-         py::handle stream) { from_root<&ops::scatter>(c, sendbuf, recvbuf, root, stream); },
+         py::handle stream) { from_root<&raw::scatter>(c, sendbuf, recvbuf, root, stream); },
       "ncclScatter from `root`: rank i receives block i of sendbuf.");
   fastcall::def(
       cls, "send", "sendbuf, peer, *, stream=None",
       [](Communicator& c, py::handle sendbuf, py::handle peer, py::handle stream) {
-        with_peer<&ops::send>(c, sendbuf, "sendbuf", peer, stream);
+        with_peer<&raw::send>(c, sendbuf, "sendbuf", peer, stream);
       },
       "ncclSend to `peer`.");
   fastcall::def(
       cls, "recv", "recvbuf, peer, *, stream=None",
       [](Communicator& c, py::handle recvbuf, py::handle peer, py::handle stream) {
-        with_peer<&ops::recv>(c, recvbuf, "recvbuf", peer, stream);
+        with_peer<&raw::recv>(c, recvbuf, "recvbuf", peer, stream);
       },
       "ncclRecv from `peer`.");
 }

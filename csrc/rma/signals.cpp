@@ -52,7 +52,7 @@ void refuse_capture(const Communicator& comm, cudaStream_t stream, const char* w
 // window was registered with COLL_SYMMETRIC; checked here to say so clearly.
 // The whole source must lie inside it (NCCL's network path reads
 // window-relative bytes).
-void require_symmetric_source(const Communicator& comm, const ops::Buffer& src, size_t bytes,
+void require_symmetric_source(const Communicator& comm, const Buffer& src, size_t bytes,
                               int peer) {
   auto begin = reinterpret_cast<uintptr_t>(src.ptr);
   for (const auto& r : comm.resources()) {
@@ -273,7 +273,7 @@ void SignalArea::release(Communicator& /*comm*/) {
 
 // --- operations -------------------------------------------------------------
 
-void put_signal(Communicator& comm, const ops::Buffer& src, int peer, const Window& window,
+void put_signal(Communicator& comm, const Buffer& src, int peer, const Window& window,
                 size_t offset, cudaStream_t stream) {
   NCCL_CORE_REQUIRE(src.device == comm.device(), "local_buffer is on device ", src.device,
                     ", but communicator is on device ", comm.device());

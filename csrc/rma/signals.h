@@ -59,7 +59,7 @@ bool served_by_kernels(Communicator& comm, int peer);
 void set_route(Communicator& comm, Route r);
 
 // `offset` in bytes.  Checks everything before enqueueing (NcclInvalid).
-void put_signal(Communicator& comm, const ops::Buffer& src, int peer, const Window& window,
+void put_signal(Communicator& comm, const Buffer& src, int peer, const Window& window,
                 size_t offset, cudaStream_t stream);
 void signal(Communicator& comm, int peer, cudaStream_t stream);
 void wait_signal(Communicator& comm, const std::vector<WaitDesc>& descs, cudaStream_t stream);

@@ -17,9 +17,9 @@ namespace nccl_core::host_profile {
 enum Phase : int {
   kSetup,    // health check, communicator, device guard, streams, capture state
   kWork,     // the Work and what it keeps alive
-  kGuard,    // current-stream guard and the HostCall registration
+  kGuard,    // current-stream guard and the BoundedCall registration
   kEnqueue,  // the operation itself (our kernel or NCCL's enqueue)
-  kEpilogue, // the HostCall check and release, the work's epilogue
+  kEpilogue, // the BoundedCall check and release, the work's epilogue
   kRecord,   // the end event
   kWatch,    // handing the work to the watchdog
   kWait,     // Work::wait, which torch calls after every plain call

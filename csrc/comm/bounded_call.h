@@ -3,7 +3,7 @@
 // On a blocking communicator, a call such as the first collective (which
 // sets up connections), a window registration or a split returns only when
 // the peers take part.  A missing peer would hang the caller forever.  A
-// HostCall scope registers the call with one process-wide monitor thread;
+// BoundedCall scope registers the call with one process-wide monitor thread;
 // if it is still running when the communicator's timeout expires, the
 // monitor aborts the communicator (NCCL then returns from the call with an
 // error) and the scope reports which call timed out.  Non-blocking
@@ -18,7 +18,7 @@
 
 namespace nccl_core {
 
-// What a HostCall bounds: the communicator the monitor aborts when the call
+// What a BoundedCall bounds: the communicator the monitor aborts when the call
 // outlives its timeout (Communicator implements it).  Kept this small so
 // that this file needs nothing of the communicator's.
 class Abortable {
@@ -27,16 +27,16 @@ class Abortable {
   virtual void abort() noexcept = 0;
 };
 
-class HostCall {
+class BoundedCall {
  public:
   // Bounds the call `what` on `target` by `timeout` where `blocking` (a
   // non-blocking communicator polls with its own deadline: no monitor).
   // Communicator::bounded() fills these in.
-  HostCall(std::weak_ptr<Abortable> target, bool blocking, std::chrono::milliseconds timeout,
+  BoundedCall(std::weak_ptr<Abortable> target, bool blocking, std::chrono::milliseconds timeout,
            const char* what);
-  ~HostCall();
-  HostCall(const HostCall&) = delete;
-  HostCall& operator=(const HostCall&) = delete;
+  ~BoundedCall();
+  BoundedCall(const BoundedCall&) = delete;
+  BoundedCall& operator=(const BoundedCall&) = delete;
 
   // True if the monitor aborted the communicator while this call ran.
   bool expired() const;

@@ -1,4 +1,4 @@
-#include "comm/host_call.h"
+#include "comm/bounded_call.h"
 
 #include <chrono>
 #include <condition_variable>
@@ -97,7 +97,7 @@ class Monitor {
 
 } // namespace
 
-HostCall::HostCall(std::weak_ptr<Abortable> target, bool blocking,
+BoundedCall::BoundedCall(std::weak_ptr<Abortable> target, bool blocking,
                    std::chrono::milliseconds timeout, const char* what)
     : what_(what) {
   if (!blocking) {
@@ -108,17 +108,17 @@ HostCall::HostCall(std::weak_ptr<Abortable> target, bool blocking,
   registered_ = true;
 }
 
-HostCall::~HostCall() {
+BoundedCall::~BoundedCall() {
   if (registered_) {
     Monitor::get().remove(slot_);
   }
 }
 
-bool HostCall::expired() const {
+bool BoundedCall::expired() const {
   return registered_ && Monitor::get().expired(slot_);
 }
 
-void HostCall::rethrow_if_expired() const {
+void BoundedCall::rethrow_if_expired() const {
   if (expired()) {
     throw NcclError(ncclInProgress,
                     std::string(what_) + " timed out: it did not return within " +
