@@ -5,7 +5,7 @@ collectives as one kernel of nccl_core's (the fast path) and mid-sized
 all_reduces by pushing into its peers' memory (the push); everything else,
 and every group without NVLink between all ranks, goes to NCCL.  Which sizes
 take which path depends on the world size and the operation, and comes from
-one table measured against backend ``nccl`` (``csrc/fast/path_table.cpp``):
+one table measured against backend ``nccl`` (``csrc/nvlink/path_table.cpp``):
 each row says what run set it.  A group's options override the table for
 every operation: ``nccl_core_backend.Options.fast_path_max_bytes``,
 ``push_min_bytes``, ``push_max_bytes`` (or ``NCCL_CORE_FAST_PATH_MAX_BYTES``,

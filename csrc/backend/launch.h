@@ -134,11 +134,11 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
       work->outputs.push_back(std::move(t));
     }
     // Fast-path kernels launched outside capture report when they leave
-    // (fast/progress.h; replays of a captured one report nothing).  A plain
+    // (nvlink/progress.h; replays of a captured one report nothing).  A plain
     // call on the caller's stream relies on that report: no end event, and
     // the watchdog follows the group's progress instead of this work; not
     // with a timeout of its own or blocking wait.
-    fast::Engine* reporter = capturing ? nullptr : fast_path();
+    nvlink::Engine* reporter = capturing ? nullptr : fast_path();
     if (reporter != nullptr) {
       // Completion hooks and ephemeral timeouts need the watchdog to see the
       // op finish (or keep it until then).  Timing needs only the events.
@@ -167,7 +167,7 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
         throw;
       }
       ticket = reporter != nullptr ? reporter->take_ticket() : 0;
-      static const std::shared_ptr<fast::Progress> kNoProgress;
+      static const std::shared_ptr<nvlink::Progress> kNoProgress;
       // A time estimate runs nothing (and may run on some ranks only): it is
       // not a call the others must match (call_check.h).
       if (!estimating_) {

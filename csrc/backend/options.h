@@ -55,19 +55,19 @@ struct GroupOptions : c10d::Backend::Options {
     return p;
   }
   // Which calls run as our NVLink kernels instead of NCCL: unset, the path
-  // table decides per world size, operation and size (fast/path_table.h,
+  // table decides per world size, operation and size (nvlink/path_table.h,
   // from measurement); set, the value holds for every operation.
   // fast_path_max_bytes: all_reduce, reduce_scatter_tensor,
   // all_gather_into_tensor, broadcast and all_to_all_single calls whose input
   // is at most this many bytes run as one kernel of ours on a symmetric
-  // scratch window (fast/engine.h); 0 = off; scratch costs twice the largest.
+  // scratch window (nvlink/engine.h); 0 = off; scratch costs twice the largest.
   std::optional<size_t> fast_path_max_bytes;
   // all_reduce calls of push_min_bytes..push_max_bytes (whole 16-byte packs,
   // any memory) run as one kernel of ours that pushes through NVLink into
-  // the peers' staging windows (fast/push.h); 0 = off.  Staging costs
+  // the peers' staging windows (nvlink/push.h); 0 = off.  Staging costs
   // 2 (nranks - 1) / nranks of the largest such call (in powers of two from
   // 1 MiB, at most push_max_bytes), allocated at the first one.  Its wrong
-  // results under GPU contention (issue 47: slots cut per call, fast/push.h)
+  // results under GPU contention (issue 47: slots cut per call, nvlink/push.h)
   // are fixed; tests/gpu/ddp_optim_in_backward.py and the GPU case
   // push_calls_of_different_sizes_keep_their_results guard them.
   std::optional<size_t> push_min_bytes;

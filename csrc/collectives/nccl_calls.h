@@ -3,7 +3,7 @@
 // surfaces: the c10d Backend (csrc/backend) and the nccl.core-style
 // Communicator API (raw_ops.h).  A surface checks its own arguments (torch's
 // errors or nccl.core's), picks our kernels where they run the call
-// (csrc/fast), and otherwise enqueues through one of these functions.
+// (csrc/nvlink), and otherwise enqueues through one of these functions.
 //
 // Counts are NCCL's: elements per rank where NCCL says so.  Every enqueue is
 // checked through the communicator (the call's name and ncclGetLastError's

@@ -6,7 +6,7 @@
 
 #include "collectives/nccl_calls.h"
 #include "comm/communicator.h"
-#include "fast/raw.h"
+#include "nvlink/raw.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
 #include "util/checked.h"
@@ -137,14 +137,14 @@ void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& re
 bool all_reduce_now(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
                     ncclRedOp_t op, cudaStream_t stream) {
   void* out = rooted_recv(c, send, recv, -1, send.count, "allreduce");
-  return t_depth == 0 && fast::raw_all_reduce_now(c, send, out, alone(c, op), stream);
+  return t_depth == 0 && nvlink::raw_all_reduce_now(c, send, out, alone(c, op), stream);
 }
 
 void all_reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
                 ncclRedOp_t op, cudaStream_t stream) {
   void* out = rooted_recv(c, send, recv, -1, send.count, "allreduce");
   op = alone(c, op);
-  if (t_depth == 0 && fast::raw_all_reduce(c, send, out, op, stream)) {
+  if (t_depth == 0 && nvlink::raw_all_reduce(c, send, out, op, stream)) {
     return;
   }
   collectives::all_reduce(at(c, stream), send.ptr, out, send.count, send.type, op);

@@ -3,7 +3,7 @@
 //
 // Each checks its arguments first (NcclInvalid, nothing enqueued), then
 // enqueues one NCCL call on `stream` (a small all-reduce may run as our
-// fast-path kernel instead: fast/raw.h).  Counts follow nccl.core: reductions
+// fast-path kernel instead: nvlink/raw.h).  Counts follow nccl.core: reductions
 // and gathers take the send buffer's count, broadcast and scatter the
 // receive buffer's; receive buffers may be larger than needed.  Between
 // group_start() and group_end() calls only queue; group_end() waits for
@@ -30,12 +30,12 @@ namespace raw {
 void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
             ncclRedOp_t op, int root, cudaStream_t stream);
 // The all-reduce: outside any group (where NCCL only queues until
-// group_end), a small call runs as our fast-path kernel (fast/raw.h), else
+// group_end), a small call runs as our fast-path kernel (nvlink/raw.h), else
 // as ncclAllReduce.
 void all_reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
                 ncclRedOp_t op, cudaStream_t stream);
 // The same checks, then the fast path alone, for a caller holding the GIL:
-// whether it ran the call (fast::raw_all_reduce_now).  NCCL is never called
+// whether it ran the call (nvlink::raw_all_reduce_now).  NCCL is never called
 // (its waits must not hold the GIL).
 bool all_reduce_now(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
                     ncclRedOp_t op, cudaStream_t stream);

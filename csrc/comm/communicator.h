@@ -208,7 +208,7 @@ class Communicator : public Abortable, public std::enable_shared_from_this<Commu
   void abort() noexcept override;
 
   // Device address of a host-mapped word that the extension's own kernels
-  // poll while they wait on peers (fast/kernels.cu).  abort() sets it before
+  // poll while they wait on peers (nvlink/kernels.cu).  abort() sets it before
   // ncclCommAbort, so such a kernel ends instead of spinning forever (NCCL
   // does the same for its own kernels).  Allocated at the first request.
   const volatile int* abort_flag();

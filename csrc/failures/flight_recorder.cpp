@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "op/op_state.h"
-#include "fast/progress.h"
+#include "nvlink/progress.h"
 
 namespace nccl_core {
 
@@ -127,7 +127,7 @@ bool FlightRecorder::signature_hash(uint64_t coll, uint64_t& out) const {
 
 void FlightRecorder::record(const std::shared_ptr<OpState>& state, uint64_t seq, c10d::OpType op,
                             c10::ScalarType dtype, int64_t numel_in, int64_t numel_out,
-                            const std::shared_ptr<fast::Progress>& progress, uint64_t ticket) {
+                            const std::shared_ptr<nvlink::Progress>& progress, uint64_t ticket) {
   if (entries_.empty()) {
     return;
   }

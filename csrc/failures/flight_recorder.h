@@ -24,7 +24,7 @@
 
 namespace nccl_core {
 
-namespace fast {
+namespace nvlink {
 class Progress;
 }
 
@@ -69,7 +69,7 @@ class FlightRecorder {
   // block's ops), and the ticket its fast-path kernel reports (0: none).
   void record(const std::shared_ptr<OpState>& state, uint64_t seq, c10d::OpType op,
               c10::ScalarType dtype, int64_t numel_in, int64_t numel_out,
-              const std::shared_ptr<fast::Progress>& progress, uint64_t ticket);
+              const std::shared_ptr<nvlink::Progress>& progress, uint64_t ticket);
   // The recorded ops, oldest first, with their state now.
   std::vector<OpSummary> snapshot() const;
   // The collectives recorded so far, and a hash of all their signatures up
@@ -88,7 +88,7 @@ class FlightRecorder {
     int64_t numel_in = 0;
     int64_t numel_out = 0;
     std::shared_ptr<OpState> state;
-    std::shared_ptr<fast::Progress> progress;
+    std::shared_ptr<nvlink::Progress> progress;
     uint64_t ticket = 0;
   };
   bool done(const Entry& e) const;

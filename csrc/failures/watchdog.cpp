@@ -12,8 +12,8 @@
 #include "op/op_state.h"
 #include "op/tensor_hold.h"
 #include "comm/communicator.h"
-#include "fast/kernels.h"
-#include "fast/progress.h"
+#include "nvlink/kernels.h"
+#include "nvlink/progress.h"
 #include "nccl/api.h"
 
 namespace nccl_core {
@@ -61,7 +61,7 @@ void Watchdog::watch(std::shared_ptr<OpState> op, std::shared_ptr<Communicator> 
   entries_.push_back(Entry{std::move(op), std::move(comm), std::move(hold)});
 }
 
-void Watchdog::follow(std::shared_ptr<fast::Progress> progress,
+void Watchdog::follow(std::shared_ptr<nvlink::Progress> progress,
                       std::function<std::chrono::milliseconds()> timeout) {
   std::lock_guard<std::mutex> lock(mutex_);
   progress_ = std::move(progress);
@@ -70,7 +70,7 @@ void Watchdog::follow(std::shared_ptr<fast::Progress> progress,
 }
 
 bool Watchdog::check_progress(std::chrono::steady_clock::time_point now) {
-  std::shared_ptr<fast::Progress> progress;
+  std::shared_ptr<nvlink::Progress> progress;
   std::shared_ptr<Communicator> comm;
   std::function<std::chrono::milliseconds()> timeout_of;
   {
@@ -87,9 +87,9 @@ bool Watchdog::check_progress(std::chrono::steady_clock::time_point now) {
     uint64_t seq = progress->fault_seq();
     char sigs[64];
     std::snprintf(sigs, sizeof(sigs), "0x%04llx where this rank's is 0x%04llx",
-                  fast::fault_peer_sig(f), fast::fault_my_sig(f));
+                  nvlink::fault_peer_sig(f), nvlink::fault_my_sig(f));
     handle("nccl_core: desync found by the fast path: at seq " + std::to_string(seq) + " rank " +
-               std::to_string(fast::fault_peer(f)) + " made another call (signature " + sigs +
+               std::to_string(nvlink::fault_peer(f)) + " made another call (signature " + sigs +
                "); the call moved no data",
            true, seq, comm);
     return false;

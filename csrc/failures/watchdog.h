@@ -33,7 +33,7 @@ namespace nccl_core {
 class OpState;
 class TensorHold;
 class Communicator;
-namespace fast {
+namespace nvlink {
 class Progress;
 }
 
@@ -67,12 +67,12 @@ class Watchdog {
   // program dropped is not kept alive here.
   void watch(std::shared_ptr<OpState> op, std::shared_ptr<Communicator> comm,
              std::shared_ptr<TensorHold> hold);
-  // Also watches the calls that report their own completion (fast/progress.h,
+  // Also watches the calls that report their own completion (nvlink/progress.h,
   // no Work here): no ticket finishing for `timeout()` while one is pending
   // is a timeout of `comm`.
   // Call set_comm() first: a stalled followed call is a timeout of that
   // communicator.
-  void follow(std::shared_ptr<fast::Progress> progress,
+  void follow(std::shared_ptr<nvlink::Progress> progress,
               std::function<std::chrono::milliseconds()> timeout);
   // The group's communicator, for errors that belong to no pending work (a
   // desync found after the calls completed).
@@ -152,7 +152,7 @@ class Watchdog {
   // Set once by set_comm() and follow(), before calls are made; read by the
   // watchdog thread.
   std::shared_ptr<Communicator> comm_;
-  std::shared_ptr<fast::Progress> progress_;
+  std::shared_ptr<nvlink::Progress> progress_;
   std::function<std::chrono::milliseconds()> progress_timeout_;
   uint64_t last_done_ = 0;  // watchdog thread only
   bool fault_handled_ = false;  // watchdog thread only

@@ -3,7 +3,7 @@
 #include <ATen/cuda/CUDAContext.h>
 
 #include "op/errors.h"
-#include "fast/progress.h"
+#include "nvlink/progress.h"
 
 namespace nccl_core {
 
@@ -24,7 +24,7 @@ void OpState::record_end(const c10::cuda::CUDAStream& stream) {
   recorded_.store(true, std::memory_order_release);
 }
 
-void OpState::track_on_device(std::shared_ptr<fast::Progress> progress, uint64_t ticket,
+void OpState::track_on_device(std::shared_ptr<nvlink::Progress> progress, uint64_t ticket,
                               const c10::cuda::CUDAStream& stream) {
   progress_ = std::move(progress);
   ticket_ = ticket;

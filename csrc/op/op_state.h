@@ -3,7 +3,7 @@
 // event or fast-path ticket, deadline, error), an async call's TensorHold,
 // pooled CUDA events and op timing, the group's identity (GroupInfo), and
 // the DistBackendError / argument-error helpers (errors.h).  It may include
-// comm/, fast/progress.h and the floors below them, never a folder above.
+// comm/, nvlink/progress.h and the floors below them, never a folder above.
 //
 // OpState: what the backend's bookkeeping knows of one enqueued operation
 // (or one coalesced group): its identity and sizes, how its end is seen (an
@@ -36,7 +36,7 @@
 
 namespace nccl_core {
 
-namespace fast {
+namespace nvlink {
 class Progress;
 }
 
@@ -70,7 +70,7 @@ class OpState {
   // Instead of an end event: the op's kernel reports `ticket` to `progress`
   // when done (a plain fast-path call on `stream`, the caller's).  A timed
   // op records its end event anyway (its timer's end).
-  void track_on_device(std::shared_ptr<fast::Progress> progress, uint64_t ticket,
+  void track_on_device(std::shared_ptr<nvlink::Progress> progress, uint64_t ticket,
                        const c10::cuda::CUDAStream& stream);
   bool recorded() const { return recorded_.load(std::memory_order_acquire); }
   bool tracked_on_device() const { return progress_ != nullptr; }
@@ -129,7 +129,7 @@ class OpState {
   std::atomic<bool> recorded_{false};
   std::atomic<bool> done_{false};
   bool simulated_ = false;
-  std::shared_ptr<fast::Progress> progress_;  // set: tracked by its kernel
+  std::shared_ptr<nvlink::Progress> progress_;  // set: tracked by its kernel
   uint64_t ticket_ = 0;
   mutable std::mutex error_mutex_;
   std::exception_ptr error_;

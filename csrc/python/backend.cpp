@@ -102,9 +102,9 @@ void bind_backend(py::module_& m) {
       .def_property(
           "push_ctas", [](const GroupOptions& o) { return o.push_ctas; },
           [](GroupOptions& o, int v) {
-            if (v < 1 || v > fast::kPushMaxBlocks) {
+            if (v < 1 || v > nvlink::kPushMaxBlocks) {
               throw py::value_error("push_ctas must be in 1.." +
-                                    std::to_string(fast::kPushMaxBlocks) + ", got " +
+                                    std::to_string(nvlink::kPushMaxBlocks) + ", got " +
                                     std::to_string(v));
             }
             o.push_ctas = v;
@@ -213,10 +213,10 @@ void bind_backend(py::module_& m) {
            })
       .def("_paths",
            [](const Backend& b) -> py::object {
-             const fast::Engine* e = b.fast_engine();
+             const nvlink::Engine* e = b.fast_engine();
              return e ? py::object(paths_dict(e->paths())) : py::object(py::none());
            },
-           "Which calls this group runs as nccl_core's NVLink kernels (fast/path_table.h); "
+           "Which calls this group runs as nccl_core's NVLink kernels (nvlink/path_table.h); "
            "None before its communicator exists or with every path off")
       .def("_recorded_ops", [](Backend& b) { return b.failures().recorded_ops(); },
            "The flight recorder's entries, oldest first: 'seq N OP DTYPE IN>OUT done|pending'.")

@@ -9,7 +9,7 @@
 #include "comm/communicator.h"
 #include "collectives/raw_ops.h"
 #include "comm/resources.h"
-#include "fast/raw.h"
+#include "nvlink/raw.h"
 #include "memory/vmm.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
@@ -138,7 +138,7 @@ void bind_communicator(py::module_& m) {
           "remaining ranks).  The new communicator belongs to the caller: finalize() or "
           "destroy() it; it is aborted when garbage-collected.")
       .def("_resource_count", &Communicator::resource_count)
-      .def("_fast_path_calls", [](Communicator& c) { return fast::raw_fast_path_calls(c); })
+      .def("_fast_path_calls", [](Communicator& c) { return nvlink::raw_fast_path_calls(c); })
 
       // --- resources -------------------------------------------------------
       .def(

@@ -1,12 +1,12 @@
 // nccl_core_backend._C._path_table and _paths_for: the path table of
-// fast/path_table.h (which calls our NVLink kernels take, by world size,
+// nvlink/path_table.h (which calls our NVLink kernels take, by world size,
 // operation and size) for the bench's --paths and the docs.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
 #include <optional>
 
-#include "fast/path_table.h"
+#include "nvlink/path_table.h"
 #include "python/bind.h"
 #include "python/paths.h"
 
@@ -16,17 +16,17 @@ namespace nccl_core::python {
 
 namespace {
 
-py::dict per_op(const std::array<size_t, fast::kColls>& bytes) {
+py::dict per_op(const std::array<size_t, nvlink::kColls>& bytes) {
   py::dict d;
-  for (int i = 0; i < fast::kColls; ++i) {
-    d[py::str(fast::coll_name(static_cast<fast::Coll>(i)))] = bytes[i];
+  for (int i = 0; i < nvlink::kColls; ++i) {
+    d[py::str(nvlink::coll_name(static_cast<nvlink::Coll>(i)))] = bytes[i];
   }
   return d;
 }
 
 } // namespace
 
-py::dict paths_dict(const fast::GroupPaths& g) {
+py::dict paths_dict(const nvlink::GroupPaths& g) {
   py::dict d;
   d["fast_max_bytes"] = per_op(g.fast_max_bytes);
   d["push_min_bytes"] = g.push.min_bytes;
@@ -40,7 +40,7 @@ void bind_paths(py::module_& m) {
       "_path_table",
       [] {
         py::list out;
-        for (const auto& row : fast::path_table()) {
+        for (const auto& row : nvlink::path_table()) {
           py::dict d;
           d["min_world"] = row.min_world;
           d["max_world"] = row.max_world;
@@ -52,7 +52,7 @@ void bind_paths(py::module_& m) {
         }
         return out;
       },
-      "The path table (fast/path_table.h): per range of world sizes, the largest "
+      "The path table (nvlink/path_table.h): per range of world sizes, the largest "
       "input in bytes of each operation's fast path, the push all-reduce's range (max "
       "0: off) and the measurement that set the row.");
   m.def(
@@ -62,7 +62,7 @@ void bind_paths(py::module_& m) {
         if (world < 1) {
           throw py::value_error("world must be at least 1, got " + std::to_string(world));
         }
-        return paths_dict(fast::paths_for(world, {fast_max_bytes, push_min_bytes, push_max_bytes}));
+        return paths_dict(nvlink::paths_for(world, {fast_max_bytes, push_min_bytes, push_max_bytes}));
       },
       py::arg("world"), py::arg("fast_path_max_bytes") = py::none(),
       py::arg("push_min_bytes") = py::none(), py::arg("push_max_bytes") = py::none(),

@@ -1,13 +1,13 @@
-// A group's path choice (fast/path_table.h) as a Python dict: paths.cpp.
+// A group's path choice (nvlink/path_table.h) as a Python dict: paths.cpp.
 #pragma once
 
 #include <pybind11/pybind11.h>
 
-#include "fast/path_table.h"
+#include "nvlink/path_table.h"
 
 namespace nccl_core::python {
 
 // {"fast_max_bytes": {op: bytes}, "push_min_bytes", "push_max_bytes", "push_ctas"}
-pybind11::dict paths_dict(const fast::GroupPaths& g);
+pybind11::dict paths_dict(const nvlink::GroupPaths& g);
 
 } // namespace nccl_core::python

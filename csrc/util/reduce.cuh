@@ -1,5 +1,5 @@
 // Element-wise reduction helpers shared by the extension's CUDA kernels
-// (device/kernels.cu, fast/kernels.cu): accumulation types, conversions and
+// (device/kernels.cu, nvlink/kernels.cu): accumulation types, conversions and
 // the reduction operators, for the NCCL types the kernels cover.
 #pragma once
 

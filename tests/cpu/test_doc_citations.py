@@ -46,8 +46,8 @@ def test_notes_and_docs_cite_files_that_exist():
 
 
 def test_the_check_finds_a_missing_file(tmp_path):
-    assert list(_paths("see `csrc/fast/{engine,push}.h`, `bench/x.py`, and `csrc/*.cu`")) == [
-        "csrc/fast/engine.h", "csrc/fast/push.h", "bench/x.py"]
+    assert list(_paths("see `csrc/nvlink/{engine,push}.h`, `bench/x.py`, and `csrc/*.cu`")) == [
+        "csrc/nvlink/engine.h", "csrc/nvlink/push.h", "bench/x.py"]
     assert list(_paths("`git show abc:bench/launch_cost.cu`")) == []
 
 

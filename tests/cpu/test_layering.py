@@ -18,7 +18,7 @@ FLOORS = {
     "memory": 2,    # NCCL's allocator, VMM, mapped host memory
     "comm": 3,      # the Communicator and its resources
     "device": 4,    # device communicators and device collectives
-    "fast": 4,      # nccl_core's own NVLink kernels (fast path, push)
+    "nvlink": 4,    # nccl_core's own NVLink kernels (fast path, push)
     "rma": 5,       # one-sided communication
     "collectives": 5,  # the operations layer: every NCCL collective's call, both surfaces
     "op": 6,        # one operation's state: end event, timing, error, held tensors

@@ -1,4 +1,4 @@
-"""The path table (csrc/fast/path_table.cpp, nccl_core_backend.paths): which
+"""The path table (csrc/nvlink/path_table.cpp, nccl_core_backend.paths): which
 calls run as nccl_core's NVLink kernels, by world size, operation and size."""
 
 from __future__ import annotations

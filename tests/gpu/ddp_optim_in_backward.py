@@ -19,7 +19,7 @@ at once on the same two GPUs, e.g.
 df2ed55 every copy failed: a whole chunk or one block slice of a pushed
 bucket came out wrong (fc.weight 1024500 of 2048000 elements,
 layer4.0.conv3.weight 36861 of 1048576), because a larger call's input slots
-covered a smaller call's result slots (fixed in 58a9928, fast/push.h).  Exit
+covered a smaller call's result slots (fixed in 58a9928, nvlink/push.h).  Exit
 status 1 on any difference, 0 otherwise; each rank prints one summary line.
 """
 

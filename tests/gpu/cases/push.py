@@ -1,4 +1,4 @@
-"""The push all-reduce (issue 6, issue 41; fast/push.h).
+"""The push all-reduce (issue 6, issue 41; nvlink/push.h).
 
 all_reduce calls of push_min_bytes..push_max_bytes of whole 16-byte packs run
 as nccl_core's own kernel, which stores through NVLink into the peers'

@@ -325,7 +325,7 @@ def raw_ops_bad_input(ctx):
 
 @case(nvlink=True, min_world=1)
 def raw_allreduce_fast_path(ctx):
-    """Small raw allreduces run as one nccl_core kernel (fast/raw.h): every
+    """Small raw allreduces run as one nccl_core kernel (nvlink/raw.h): every
     dtype and op it covers against a float64 reference, in and out of place,
     on several streams and under graph capture; larger calls, calls inside a
     group, and types or ops it does not cover go to NCCL."""

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-namespace nccl_core::fast {
+namespace nccl_core::nvlink {
 
 class Launcher {
  public:
@@ -51,4 +51,4 @@ void launch_kernel(unsigned blocks, unsigned threads, cudaStream_t stream, A... 
   launch_kernel_with<Kernel>(Kernel, blocks, threads, stream, args...);
 }
 
-}  // namespace nccl_core::fast
+}  // namespace nccl_core::nvlink

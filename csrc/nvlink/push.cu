@@ -1,13 +1,13 @@
-#include "fast/push.h"
+#include "nvlink/push.h"
 
 #include <cuda/atomic>
 
 #include <cstdint>
 
-#include "fast/launcher.h"
+#include "nvlink/launcher.h"
 #include "util/reduce.cuh"
 
-namespace nccl_core::fast {
+namespace nccl_core::nvlink {
 
 namespace {
 
@@ -365,4 +365,4 @@ void launch_push(const PushShared& s, size_t count, ncclDataType_t type, int op,
   });
 }
 
-}  // namespace nccl_core::fast
+}  // namespace nccl_core::nvlink

@@ -1,4 +1,4 @@
-#include "fast/raw.h"
+#include "nvlink/raw.h"
 
 #include <c10/cuda/CUDAGuard.h>
 
@@ -7,13 +7,13 @@
 
 #include "comm/communicator.h"
 #include "comm/resources.h"
-#include "fast/engine.h"
+#include "nvlink/engine.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
 #include "util/checked.h"
 #include "util/host_profile.h"
 
-namespace nccl_core::fast {
+namespace nccl_core::nvlink {
 
 namespace {
 
@@ -138,4 +138,4 @@ uint64_t raw_fast_path_calls(Communicator& c) {
   return p ? std::static_pointer_cast<RawPath>(p)->engine.calls() : 0;
 }
 
-}  // namespace nccl_core::fast
+}  // namespace nccl_core::nvlink

@@ -1,9 +1,9 @@
-#include "fast/path_table.h"
+#include "nvlink/path_table.h"
 
 #include <algorithm>
 #include <climits>
 
-namespace nccl_core::fast {
+namespace nccl_core::nvlink {
 
 namespace {
 
@@ -78,4 +78,4 @@ GroupPaths paths_for(int world, const PathOverrides& overrides) {
   return g;
 }
 
-}  // namespace nccl_core::fast
+}  // namespace nccl_core::nvlink

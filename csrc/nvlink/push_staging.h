@@ -22,14 +22,14 @@
 #include <memory>
 #include <vector>
 
-#include "fast/push.h"
+#include "nvlink/push.h"
 
 namespace nccl_core {
 
 class Communicator;
 class Window;
 
-namespace fast {
+namespace nvlink {
 
 class PushStaging {
  public:
@@ -62,5 +62,5 @@ class PushStaging {
   PushShared shared_{};
 };
 
-}  // namespace fast
+}  // namespace nvlink
 }  // namespace nccl_core

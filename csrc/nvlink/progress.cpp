@@ -1,4 +1,4 @@
-#include "fast/progress.h"
+#include "nvlink/progress.h"
 
 #include <cuda_runtime_api.h>
 
@@ -6,7 +6,7 @@
 
 #include "nccl/api.h"
 
-namespace nccl_core::fast {
+namespace nccl_core::nvlink {
 
 Progress::Progress() : mapped_(4 * sizeof(unsigned long long)) {
   NCCL_CORE_CUDA_CHECK(cudaGetDevice(&device_index_));
@@ -58,4 +58,4 @@ void Progress::wait_idle(std::chrono::milliseconds limit) const noexcept {
   }
 }
 
-}  // namespace nccl_core::fast
+}  // namespace nccl_core::nvlink

@@ -1,4 +1,4 @@
-#include "fast/launcher.h"
+#include "nvlink/launcher.h"
 
 #include <cuda.h>
 
@@ -6,7 +6,7 @@
 
 #include "nccl/driver.h"
 
-namespace nccl_core::fast {
+namespace nccl_core::nvlink {
 
 namespace {
 
@@ -71,4 +71,4 @@ void Launcher::operator()(unsigned blocks, unsigned threads, void** params,
   api::driver_check(r, "cuLaunchKernel");
 }
 
-}  // namespace nccl_core::fast
+}  // namespace nccl_core::nvlink

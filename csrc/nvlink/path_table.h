@@ -12,7 +12,7 @@
 #include <optional>
 #include <vector>
 
-namespace nccl_core::fast {
+namespace nccl_core::nvlink {
 
 enum class Coll : int { kAllReduce = 0, kReduceScatter, kAllGather, kBroadcast, kAllToAll };
 constexpr int kColls = 5;
@@ -64,4 +64,4 @@ struct PathOverrides {
 const PathRow& row_for(int world);
 GroupPaths paths_for(int world, const PathOverrides& overrides);
 
-}  // namespace nccl_core::fast
+}  // namespace nccl_core::nvlink

@@ -1,7 +1,7 @@
 // All-reduce in place as one kernel of ours that pushes through NVLink: the
 // larger all-reduces of issue 6, where NCCL's ring leaves NVLink bandwidth
 // unused.  It touches no peer's tensor: every remote store lands in the
-// peer's staging window (the engine's, fast/engine.h), whose size follows
+// peer's staging window (the engine's, nvlink/engine.h), whose size follows
 // the call size alone.  So whether a call takes it, and where its stores
 // land, depend only on the call's arguments (bytes, type, op) and the group,
 // never on where the ranks' tensors live or how their allocators look
@@ -37,7 +37,7 @@
 // its 8 MB bucket from the next 31 MB bucket's inputs).
 // Flags and per-block call counters make the kernel safe to replay from a
 // CUDA graph and to follow itself on one stream; the communicator's abort
-// flag and the progress stop word end it early (fast/progress.h).
+// flag and the progress stop word end it early (nvlink/progress.h).
 //
 // Ranks that make different calls never exchange bytes (hazard d of issue
 // 47): a flag carries the call's signature (kernels.h) beside its count, and
@@ -55,9 +55,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "fast/kernels.h"
+#include "nvlink/kernels.h"
 
-namespace nccl_core::fast {
+namespace nccl_core::nvlink {
 
 constexpr int kPushMaxBlocks = 128;
 // Staging window layout: flags [phase 1, phase 2][source rank][block],
@@ -109,4 +109,4 @@ int push_alignment(const void* ptr);
 void launch_push(const PushShared& s, size_t count, ncclDataType_t type, int op, int blocks,
                  const CallTag& tag, cudaStream_t stream);
 
-}  // namespace nccl_core::fast
+}  // namespace nccl_core::nvlink

@@ -1,14 +1,14 @@
-#include "fast/kernels.h"
+#include "nvlink/kernels.h"
 
 #include <cuda/atomic>
 
 #include <cstdint>
 
-#include "fast/launcher.h"
+#include "nvlink/launcher.h"
 #include "nccl/api.h"
 #include "util/reduce.cuh"
 
-namespace nccl_core::fast {
+namespace nccl_core::nvlink {
 
 namespace {
 
@@ -288,4 +288,4 @@ void launch_copy(const Shared& s, const void* in, size_t in_bytes, void* out, si
                              tag);
 }
 
-}  // namespace nccl_core::fast
+}  // namespace nccl_core::nvlink

@@ -38,7 +38,7 @@
 #define NCCL_CORE_HOST_DEVICE
 #endif
 
-namespace nccl_core::fast {
+namespace nccl_core::nvlink {
 
 constexpr int kMaxRanks = 16;
 // Every call launches exactly this many blocks: the barrier counts blocks.
@@ -131,4 +131,4 @@ bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, 
 void launch_copy(const Shared& s, const void* in, size_t in_bytes, void* out, size_t bytes,
                  size_t src_offset, int first, int npeers, const CallTag& tag, cudaStream_t stream);
 
-}  // namespace nccl_core::fast
+}  // namespace nccl_core::nvlink

@@ -23,7 +23,7 @@ namespace nccl_core {
 class Communicator;
 }
 
-namespace nccl_core::fast {
+namespace nccl_core::nvlink {
 
 // True once the kernel is enqueued on `stream` (collectives/raw_ops.cpp).
 bool raw_all_reduce(Communicator& c, const Buffer& send, void* out, ncclRedOp_t op,
@@ -39,4 +39,4 @@ bool raw_all_reduce_now(Communicator& c, const Buffer& send, void* out, ncclRedO
 // Raw calls of `c` that took the fast path so far (tests: proof that it ran).
 uint64_t raw_fast_path_calls(Communicator& c);
 
-}  // namespace nccl_core::fast
+}  // namespace nccl_core::nvlink

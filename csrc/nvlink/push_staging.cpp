@@ -1,4 +1,4 @@
-#include "fast/push_staging.h"
+#include "nvlink/push_staging.h"
 
 #include <exception>
 
@@ -7,7 +7,7 @@
 #include "memory/allocator.h"
 #include "nccl/api.h"
 
-namespace nccl_core::fast {
+namespace nccl_core::nvlink {
 
 bool PushStaging::holds(size_t bytes) const {
   return current_.window && current_.window->is_valid() && capacity_ >= bytes;
@@ -71,4 +71,4 @@ PushStaging::Outcome PushStaging::make(Communicator& comm, size_t capacity, bool
   return Outcome::kReady;
 }
 
-}  // namespace nccl_core::fast
+}  // namespace nccl_core::nvlink

@@ -24,19 +24,19 @@
 #include <cstdint>
 #include <memory>
 
-#include "fast/kernels.h"
-#include "fast/launch_event.h"
-#include "fast/path_table.h"
-#include "fast/progress.h"
-#include "fast/push.h"
-#include "fast/push_staging.h"
+#include "nvlink/kernels.h"
+#include "nvlink/launch_event.h"
+#include "nvlink/path_table.h"
+#include "nvlink/progress.h"
+#include "nvlink/push.h"
+#include "nvlink/push_staging.h"
 
 namespace nccl_core {
 
 class Communicator;
 class Window;
 
-namespace fast {
+namespace nvlink {
 
 class Engine {
  public:
@@ -153,5 +153,5 @@ class Engine {
   int device_ = -1;
 };
 
-}  // namespace fast
+}  // namespace nvlink
 }  // namespace nccl_core

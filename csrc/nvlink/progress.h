@@ -17,7 +17,7 @@
 
 #include "memory/mapped_host.h"
 
-namespace nccl_core::fast {
+namespace nccl_core::nvlink {
 
 class Progress {
  public:
@@ -75,4 +75,4 @@ class Progress {
   std::atomic<uint64_t> tracked_{0};
 };
 
-}  // namespace nccl_core::fast
+}  // namespace nccl_core::nvlink

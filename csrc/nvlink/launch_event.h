@@ -8,7 +8,7 @@
 
 #include "nccl/api.h"
 
-namespace nccl_core::fast {
+namespace nccl_core::nvlink {
 
 class LaunchEvent {
  public:
@@ -41,4 +41,4 @@ class LaunchEvent {
   cudaEvent_t event_ = nullptr;
 };
 
-}  // namespace nccl_core::fast
+}  // namespace nccl_core::nvlink

@@ -1,14 +1,14 @@
-#include "fast/engine.h"
+#include "nvlink/engine.h"
 
 #include "comm/communicator.h"
 #include "comm/resources.h"
-#include "fast/launcher.h"
+#include "nvlink/launcher.h"
 #include "memory/allocator.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
 #include "util/host_profile.h"
 
-namespace nccl_core::fast {
+namespace nccl_core::nvlink {
 
 namespace {
 
@@ -296,4 +296,4 @@ bool Engine::broadcast(Communicator& comm, void* buf, size_t bytes, int root,
   return settle(true);
 }
 
-}  // namespace nccl_core::fast
+}  // namespace nccl_core::nvlink
