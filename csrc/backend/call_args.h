@@ -27,8 +27,9 @@ using TensorLists = std::vector<std::vector<at::Tensor>>;
 struct CallOpts {
   std::chrono::milliseconds timeout;
   bool async_op = true;
-  // The NaN check (nan_check.h) reads what this rank sends; false where the
-  // buffer holds nothing sent (a broadcast's non-root ranks).
+  // The NaN check (nan_watch.h, nan_strict_check.h) reads what this rank
+  // sends; false where the buffer holds nothing sent (a broadcast's non-root
+  // ranks).
   bool sends = true;
   // all_to_all_single's split sizes, for the profiler's record (the caller's
   // vectors, alive for the call; null: none).

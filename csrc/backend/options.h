@@ -81,7 +81,7 @@ struct GroupOptions : c10d::Backend::Options {
   // one found is raised as the group's error (nan_watch.h).
   bool nan_check = false;
   // NCCL_CORE_NAN_CHECK=strict: the check waits for its result and refuses
-  // the op before it sends (nan_check.h); implies nan_check.
+  // the op before it sends (nan_strict_check.h); implies nan_check.
   bool nan_check_strict = false;
   // Every caching-allocator segment on the group's device is registered with
   // its communicator (ncclCommRegister), existing ones at creation and new

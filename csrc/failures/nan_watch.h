@@ -2,7 +2,7 @@
 // without a host round trip, its default mode.
 //
 // Before an op's NCCL calls, a kernel on the op's stream scans what the op
-// sends (nan_scan.h); one that finds a NaN records the op's sequence number
+// sends (nan_kernel.h); one that finds a NaN records the op's sequence number
 // and the first NaN's index in host-mapped memory.  The host never waits for
 // the scan: the op runs (its output holds the NaN, as it would without the
 // check), and the error reaches the program as a DistBackendError naming the
@@ -17,7 +17,8 @@
 //   - Work.wait() raises it once the scan ran (always under blocking wait,
 //     which waits for the op, hence for the scan before it).
 // Integer, bool and 4-bit data hold no NaN and are not read.  Strict mode
-// (nan_check_strict; nan_check.h) keeps the refusal before anything is sent.
+// (nan_check_strict; nan_strict_check.h) keeps the refusal before anything
+// is sent.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -31,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "failures/nan_scan.h"
+#include "failures/nan_kernel.h"
 #include "memory/mapped_host.h"
 
 namespace nccl_core {

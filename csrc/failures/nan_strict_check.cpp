@@ -1,4 +1,4 @@
-#include "failures/nan_check.h"
+#include "failures/nan_strict_check.h"
 
 #include <ATen/ATen.h>
 

@@ -1,7 +1,7 @@
-// The NaN check's scan (nan_scan.h).  Reads the data once, 16 bytes per load
+// The NaN check's scan (nan_kernel.h).  Reads the data once, 16 bytes per load
 // where it is aligned so; a block writes to host memory only where it found
 // a NaN, so a clean scan costs its launch and one read of the data.
-#include "failures/nan_scan.h"
+#include "failures/nan_kernel.h"
 
 #include <cstring>
 
