@@ -1,6 +1,6 @@
 // register_mem_pool / deregister_mem_pool: the segments of a torch MemPool
 // registered with the group's communicator, as torch's ProcessGroupNCCL does
-// (backend/segment_registry.h keeps them in step with the allocator).
+// (registration/segment_registry.h keeps them in step with the allocator).
 #include <c10/cuda/CUDAGuard.h>
 
 #include "backend/backend.h"

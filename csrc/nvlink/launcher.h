@@ -1,7 +1,8 @@
 // Launches of the fast path's kernels through the driver's cuLaunchKernel.
 // The fast path's host time is mostly its kernel launch, and on the GPU hosts
-// measured (bench/launch_cost.cu, 4×H200 under KVM) the driver's launch costs
-// 0.3-0.5 µs less than the runtime's <<<>>> (3.7-4.0 against 4.2-4.3 µs).
+// measured (4×H200 under KVM; the prototype that measured it is
+// `git show 17dbab4:bench/launch_cost.cu`) the driver's launch costs 0.3-0.5 µs
+// less than the runtime's <<<>>> (3.7-4.0 against 4.2-4.3 µs).
 #pragma once
 
 #include <cuda_runtime_api.h>
