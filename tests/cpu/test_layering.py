@@ -119,9 +119,9 @@ def _mutual(edges: dict[str, set[str]]) -> list[str]:
 
 
 def test_no_two_units_of_comm_include_each_other():
-    # issue 49: the communicator sits below its operations, resources and
-    # host-call bound; the buffer type and the open group's holds sit where
-    # every user reaches them without a climb.
+    # issue 49: the communicator sits below its resources and its bounded
+    # calls (its operations are collectives/raw_ops); the buffer type and the
+    # open group's holds sit where every user reaches them without a climb.
     assert _mutual(_unit_edges("comm")) == []
 
 
