@@ -77,7 +77,7 @@ class Communicator : public Abortable, public std::enable_shared_from_this<Commu
   };
   static constexpr std::chrono::milliseconds kAbortGrace{1000};
 
-  // This thread's open NCCL group (group_start .. group_end, operations.h)
+  // This thread's open NCCL group (group_start .. group_end, collectives/raw_ops.h)
   // holds a Use of each communicator its calls used until group_end has
   // launched the group, so that finalize, destroy or abort on another thread
   // wait for it; those ask held_by_open_group() to not wait for themselves.
