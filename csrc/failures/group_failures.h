@@ -7,8 +7,8 @@
 // first one wins).  The backend records each op here (recorder, watchdog)
 // and asks here whether the group may still run calls; everything else
 // happens on the watchdog's thread.  Timeouts are decided by
-// OpState::expired alone.  (The Python layer's test hooks reach the desync
-// analysis and the call check's comparison directly.)
+// OpState::expired alone.  (The tests' hooks in python/failure_checks.cpp
+// reach the desync analysis and the call check directly.)
 #pragma once
 
 #include <c10/util/intrusive_ptr.h>

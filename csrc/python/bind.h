@@ -17,5 +17,6 @@ void bind_device(pybind11_ns::module_& m);        // device.cpp (after bind_comm
 void bind_features(pybind11_ns::module_& m);      // features.cpp
 void bind_window_checks(pybind11_ns::module_& m); // window_checks.cpp (after bind_device)
 void bind_paths(pybind11_ns::module_& m);         // paths.cpp
+void bind_failure_checks(pybind11_ns::module_& m); // failure_checks.cpp
 
 } // namespace nccl_core::python
