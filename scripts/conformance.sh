@@ -8,6 +8,8 @@
 #   CONFORMANCE_WORLD    ranks per test (default 2)
 #   CONFORMANCE_BACKENDS which backends, in order (default "nccl_core nccl")
 #   CONFORMANCE_PARALLEL 1: run the backends at the same time (default 0)
+#   CONFORMANCE_TIMEOUT  seconds per backend, then pytest gets SIGINT and still
+#                        writes the results of the tests that ended (0: none)
 #   extra arguments go to pytest (e.g. -k test_all_gather)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +30,9 @@ if ! python3 -c "import expecttest" 2>/dev/null; then
 fi
 run_one() {
   local backend=$1; shift
-  NCCL_CORE_CONFORMANCE_BACKEND=$backend python3 -m pytest tests/conformance/suite.py \
+  local bound=()
+  [ "${CONFORMANCE_TIMEOUT:-0}" != 0 ] && bound=(timeout -s INT -k 60 "$CONFORMANCE_TIMEOUT")
+  NCCL_CORE_CONFORMANCE_BACKEND=$backend "${bound[@]}" python3 -m pytest tests/conformance/suite.py \
     -n "${CONFORMANCE_WORKERS:-12}" -q -p no:cacheprovider -o addopts="" \
     --junitxml="$DEST/conformance-$backend.xml" "$@" >"$DEST/conformance-$backend.log" 2>&1
   echo "$backend: $(tail -1 "$DEST/conformance-$backend.log")"
