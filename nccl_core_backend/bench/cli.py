@@ -196,7 +196,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error(f"--anchor adds rows to the collectives sweep; {other_run} is a separate run")
     if args.anchor and "all_reduce" not in args.ops and not args.graph:
         p.error("--anchor times all_reduce: add all_reduce to --ops (or --graph)")
-    table_only = "--tooling" if args.tooling else "--footprint" if args.footprint else ""
+    table_only = "" if other_run == "--workloads" else other_run
     if table_only and args.plot:
         p.error(f"--plot draws collectives and workloads; {table_only}'s rows are a table "
                 "(--json keeps them)")

@@ -16,13 +16,13 @@ import sys
 
 from nccl_core_backend.bench.anchor import KINDS as ANCHOR_KINDS
 from nccl_core_backend.bench.anchor import LABELS as ANCHOR_LABELS
+from nccl_core_backend.bench.anchor import ONE_SHOT, TWO_SHOT
 from nccl_core_backend.bench.job import CORE, NCCL
 from nccl_core_backend.bench.report import load_json, op_label
 from nccl_core_backend.bench.sizes import format_bytes
 
 LATER = "python -m nccl_core_backend.bench.plot results.json out.png"
-COLORS = {CORE: "tab:green", NCCL: "tab:gray", "symm_one_shot": "tab:blue",
-          "symm_two_shot": "tab:orange"}
+COLORS = {CORE: "tab:green", NCCL: "tab:gray", ONE_SHOT: "tab:blue", TWO_SHOT: "tab:orange"}
 
 
 def have_matplotlib() -> bool:
