@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -17,10 +18,21 @@ using Clock = std::chrono::steady_clock;
 // One thread for the whole process, started on first use and never joined
 // (it may outlive static destruction; it owns only heap state).  Calls live
 // in reused slots, so registering one allocates nothing in steady state.
+//
+// The communicator it aborts may lose its other owners meanwhile (the call
+// raised, the program ended): the monitor's reference is then the last, and
+// destroying a communicator frees CUDA memory.  Once exit() has begun, the
+// CUDA caching allocator may already be gone (freeing then throws, in a
+// destructor: std::terminate), so from then on the monitor neither aborts
+// nor destroys; exit() waits for an abort or destruction under way.
 class Monitor {
  public:
   static Monitor& get() {
-    static Monitor* m = new Monitor();
+    static Monitor* m = [] {
+      auto* made = new Monitor();
+      std::atexit([] { Monitor::get().at_exit(); });
+      return made;
+    }();
     return *m;
   }
 
@@ -82,14 +94,27 @@ class Monitor {
         }
       }
       // Outside the lock: abort makes NCCL return from the stuck call.
-      for (auto& c : victims) {
-        c->abort();
+      std::lock_guard<std::mutex> releasing(release_mutex_);
+      if (exiting_) {
+        kept_.insert(kept_.end(), victims.begin(), victims.end());  // never destroyed
+      } else {
+        for (auto& c : victims) {
+          c->abort();
+        }
       }
-      victims.clear();
+      victims.clear();  // may destroy a communicator: exit() waits for it
     }
   }
 
+  void at_exit() {
+    std::lock_guard<std::mutex> releasing(release_mutex_);
+    exiting_ = true;
+  }
+
   mutable std::mutex mutex_;
+  std::mutex release_mutex_;  // held while aborting or releasing victims
+  bool exiting_ = false;      // under release_mutex_
+  std::vector<std::shared_ptr<Abortable>> kept_;  // under release_mutex_
   bool started_ = false;
   std::vector<Slot> slots_;
   std::vector<size_t> free_;

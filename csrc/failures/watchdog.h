@@ -156,6 +156,7 @@ class Watchdog {
   std::function<std::chrono::milliseconds()> progress_timeout_;
   uint64_t last_done_ = 0;  // watchdog thread only
   bool fault_handled_ = false;  // watchdog thread only
+  bool stall_reported_ = false;  // watchdog thread only: this stall was handled once
   std::chrono::steady_clock::time_point since_;  // when last_done_ was seen to change
   std::atomic<bool> stop_{false};
   std::atomic<bool> winding_down_{false};

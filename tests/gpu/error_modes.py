@@ -236,6 +236,13 @@ def main() -> int:
         y = torch.ones(1 << 20, device=device)
         dist.all_reduce(y)  # no partner: waits on the GPU
         abort_meanwhile(device, y)  # the abort ends the kernel
+    if scenario == "exit_after_host_timeout":
+        if rank != 0:
+            time.sleep(8)
+            os._exit(0)
+        y = torch.ones(1 << 20, device=device)  # 4 MiB: pushed (the test sets the range)
+        dist.all_reduce(y)  # sets the push's staging up with a peer that never comes
+        return 0  # not reached: the exception above ends the program
     if scenario == "sigkill":
         y = torch.ones(1 << 20, device=device)
         for i in range(100000):

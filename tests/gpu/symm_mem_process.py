@@ -104,10 +104,15 @@ def read_peers(hdl, group, rank: int, world: int, dtype, n: int, salt: int, what
 
 
 def exercise(group, backend: str, rank: int, world: int, device: torch.device, salt0: int,
-             what: str) -> None:
+             what: str) -> list:
     if backend == "NCCL":
         published = _symm_publish.published()
         assert (group.group_name, device.index) in published, (group.group_name, published)
+    # Every buffer stays alive until the caller drops the list returned:
+    # torch 2.11's NVSHMEM allocator keeps a freed buffer's rendezvous
+    # handle, and a later buffer at the same address got it, with the old
+    # size (pytorch/pytorch#192579).
+    kept = []
     for i, dtype in enumerate(DTYPES):
         n = 65537 + 2 * i
         t = symm_mem.empty(n, dtype=dtype, device=device)
@@ -129,7 +134,8 @@ def exercise(group, backend: str, rank: int, world: int, device: torch.device, s
         hdl.barrier(channel=0)
         torch.cuda.synchronize()
         dist.barrier(group=group)
-        del hdl, t
+        kept.append((hdl, t))
+    return kept
 
 
 def main() -> int:
@@ -144,10 +150,12 @@ def main() -> int:
         print(f"SKIP {backend}: {reason}", flush=True)
         return 0
     dist.init_process_group("nccl_core", device_id=device)
-    exercise(dist.group.WORLD, backend, rank, world, device, 1, f"{backend} world group")
+    kept = exercise(dist.group.WORLD, backend, rank, world, device, 1, f"{backend} world group")
     sub = dist.new_group(list(range(world)), backend="nccl_core")
     dist.barrier(group=sub)  # its communicator exists (and is published)
-    exercise(sub, backend, rank, world, device, 100, f"{backend} new_group")
+    kept += exercise(sub, backend, rank, world, device, 100, f"{backend} new_group")
+    torch.cuda.synchronize()
+    del kept
     dist.barrier()
     dist.destroy_process_group()
     if backend == "NCCL" and _symm_publish.published():

@@ -119,11 +119,28 @@ def test_sigkilled_rank_ends_the_job(mode):
 @pytest.mark.parametrize("scenario,world", [("abort_fast", 1), ("abort_nccl", 2)])
 def test_abort_from_another_thread_during_a_collective(scenario, world):
     # abort_fast: a fast-path kernel queued behind a spin; abort_nccl: an
-    # NCCL-path all_reduce with no partner.
-    p, _, log = launch(scenario, world, 2)
+    # NCCL-path all_reduce with no partner (the push off: the path table
+    # would push its 4 MiB, whose first call waits for the peer on the host).
+    p, _, log = launch(scenario, world, 2, env_extra={"NCCL_CORE_PUSH_MAX_BYTES": "0"})
     assert p.returncode == 0, log[-4000:]
     assert "RAISED after" in p.stdout and "aborted" in p.stdout, log[-4000:]
     assert "DRAINED after" in p.stdout, log[-4000:]
+
+
+@pytest.mark.parametrize("repeat", range(3))  # the race: exit against the abort's end
+def test_program_ends_by_a_host_call_timeout(repeat):
+    """The push's first call sets its staging up with the peer, a host call
+    that the monitor bounds: with no peer it times out, aborts the
+    communicator and raises, and the program ends by that exception while
+    the abort may still run.  The communicator must not be freed after
+    exit() began (the CUDA allocator may be gone: std::terminate, SIGABRT)."""
+    launch_.require_nvlink(2)
+    push = {"NCCL_CORE_PUSH_MIN_BYTES": str(256 << 10), "NCCL_CORE_PUSH_MAX_BYTES": str(16 << 20)}
+    p, _, log = launch("exit_after_host_timeout", 2, 2, env_extra=push)
+    assert "did not return within" in log, log[-4000:]
+    assert "terminate called" not in log and "SIGABRT" not in log, log[-4000:]
+    # torchrun's report: rank 0 ended with Python's status for the exception.
+    assert re.search(r"exitcode\s*:\s*1 \(pid", log), log[-4000:]
 
 
 def test_different_sizes_on_nccls_path_are_named():
@@ -170,6 +187,10 @@ def test_skipped_call_never_synchronizes_in_silence(mode, peer):
     end = raised if raised is not None else ended
     assert end is not None, f"neither raised nor torn down with the report:\n{log[-4000:]}"
     assert end - fault <= TIMEOUT_S + 5, (end - fault, log[-4000:])
+    # One stuck call, one report (a second one gathered the desync answers
+    # again and held the teardown past the bound).
+    reports = set(re.findall(r"answers gathered in \d+ ms", log))
+    assert len(reports) <= 1, (reports, log[-4000:])
 
 
 NAN = {"TORCH_NCCL_NAN_CHECK": "1"}
