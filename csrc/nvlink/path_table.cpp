@@ -20,15 +20,20 @@ const std::vector<PathRow> kTable = {
     {1, 1, all(256 * KiB), 0, 0,
      "not measured at one rank: the fast path's earlier default (256 KiB for every "
      "operation); no push (nothing to push to)"},
-    {2, 2, all(256 * KiB), 256 * KiB, 16 * MiB,
-     "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, df2ed55, 2026-11-27: every collective up "
-     "to 256 KiB 0.47-0.52 (fast path); all_reduce 1 MiB 0.45-0.72, 16 MiB 0.94 (push), "
-     "64 MiB 1.01 (push: NCCL from there); graph of 100 all_reduces 1 KiB-4 MiB 0.35-0.65"},
-    {3, 4, all(256 * KiB), 256 * KiB, 8 * MiB,
-     "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, df2ed55, 2026-11-27, at 4 ranks (3 not "
-     "measured: taken from 4): every collective up to 256 KiB 0.37-0.51 (fast path); "
-     "all_reduce bf16 1 MiB 0.57, 4 MiB 0.67 (graph), 8 MiB 0.82, 16 MiB 1.10 (push: NCCL "
-     "from there)"},
+    {2, 2, all(256 * KiB), 2 * MiB, 16 * MiB,
+     "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, python -m nccl_core_backend.bench (per-call "
+     "events, back to back), fp32, b26a96d, 2026-11-27: push all_reduce 512 KiB 1.37-1.41, "
+     "1 MiB 1.18-1.20 (NCCL there), 2 MiB 0.74, 4 MiB 0.87, 8 MiB 0.91, 16 MiB 0.94, 32 MiB "
+     "1.00 (NCCL from there). Fast path kept up to 256 KiB from the graph runs (df2ed55: 100 "
+     "all_reduces 1 KiB-4 MiB 0.35-0.65), although this bench measured it 1.10-1.63 eager "
+     "(issue 48: to be explained)"},
+    {3, 4, all(256 * KiB), 4 * MiB, 8 * MiB,
+     "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, python -m nccl_core_backend.bench (per-call "
+     "events, back to back), fp32, b26a96d, 2026-11-27, at 4 ranks (3 not measured: taken "
+     "from 4): push all_reduce 512 KiB 1.44-1.48, 1 MiB 1.23-1.27, 2 MiB 1.03-1.05 (NCCL "
+     "there), 4 MiB 0.91, 8 MiB 0.97, 16 MiB 1.10 (df2ed55; NCCL from there). Fast path kept "
+     "up to 256 KiB from the graph runs (df2ed55: 0.41-0.58), although this bench measured "
+     "it 1.06-1.77 eager (issue 48: to be explained)"},
     {5, INT_MAX, all(256 * KiB), 0, 0,
      "not measured beyond 4 ranks: the fast path's earlier default (256 KiB for every "
      "operation), no push (its staging and peer count grow with the group)"},
