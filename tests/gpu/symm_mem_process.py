@@ -34,6 +34,7 @@ Prints ``OK <backend> rank R``, or ``SKIP <backend>: <reason>`` on every rank.
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import sys
 
@@ -139,6 +140,9 @@ def exercise(group, backend: str, rank: int, world: int, device: torch.device, s
 
 
 def main() -> int:
+    # Each rank's Python stacks before the test's 180 s bound ends the launch:
+    # a hang names the call it hangs in.
+    faulthandler.dump_traceback_later(150, exit=False)
     backend = sys.argv[1]
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = simhosts.local_device()
