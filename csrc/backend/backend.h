@@ -2,9 +2,9 @@
 // calls into NCCL calls on one Communicator.  Lifecycle in backend.cpp, new
 // groups from this one (split, shrink) in splits.cpp; the
 // operations in collectives.cpp, gathers.cpp and p2p.cpp (point-to-point,
-// all-to-all, coalescing); the stream/event discipline shared by every op is
-// `launch` in launch.h; per-call argument checks in argument_checks.h; the
-// program's handle of an op is Work (work.h).  The systems it owns live in
+// all-to-all, coalescing); the stream/event discipline shared by every op
+// is `launch` in launch.h, its steps in op_call.cpp; per-call argument
+// checks in argument_checks.h; the program's handle of an op is Work (work.h).  The systems it owns live in
 // their own folders below it: op/, failures/, tooling/, registration/.
 #pragma once
 
@@ -40,10 +40,13 @@
 
 namespace nccl_core {
 
+struct OpSteps;  // op_call.h
+
 // Lifecycle and dispatch: torch.distributed's calls in, NCCL calls and Works
 // out.  What it owns that is a system of its own sits behind one member:
 // failures_ (csrc/failures), hooks_ (csrc/tooling), fast_ (csrc/nvlink).
 class Backend : public c10d::Backend {
+  friend struct OpSteps;  // launch's steps, which read the group's state (op_call.h)
  public:
   Backend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
           c10::intrusive_ptr<GroupOptions> options);
@@ -97,8 +100,7 @@ class Backend : public c10d::Backend {
   void startCoalescing() override;
   WorkPtr endCoalescing() override;
 
-  // --- memory.cpp, mem_pools.cpp: NCCL memory; MemPools registered as
-  //     ProcessGroupNCCL's registerMemPool does (registration/segment_registry.h)
+  // --- memory.cpp, mem_pools.cpp: NCCL memory; MemPools registered (as registerMemPool)
   std::shared_ptr<c10::Allocator> getMemAllocator() override;
   at::Tensor allocateTensor(long size, at::TensorOptions options = {}) override;
   bool supportsTensorAlloc(c10::DeviceIndex device) override;

@@ -1,0 +1,86 @@
+// One operation on its way through Backend::launch (launch.h): what it runs
+// on, its Work, what it moves, and the scopes that last the whole call.
+//
+// launch() keeps only the part that needs the operation's own code (the
+// bounded enqueue); the steps around it are OpSteps' (a friend of the
+// Backend), in op_call.cpp, each one concern:
+//   enter_call       health, communicator, device, streams, capture state
+//   describe_call    elements and dtype moved; torch's record_param_comms
+//   make_work        the Work (or the coalescing block's) and its OpState
+//   order_streams    our stream after the caller's, when not on the caller's
+//   scan_for_nan     the NaN watch's scan or the strict check of what is sent
+//   keep_tensors     what the Work holds alive, and its outputs
+//   arm_fast_path    whether the fast path's kernel report tracks the op
+//   record_call      the ticket, the flight recorder's entry
+//   finish_call      end event or kernel report, then the watchdog
+// The order is the discipline's (launch.h's opening comment); no step may
+// move without reading it.
+#pragma once
+
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+
+#include "backend/call_args.h"
+#include "backend/work.h"
+#include "comm/communicator.h"
+#include "failures/group_failures.h"
+#include "tooling/profiling.h"
+#include "util/host_profile.h"
+
+namespace nccl_core {
+
+class Backend;
+namespace nvlink {
+class Engine;
+}
+
+struct OpCall {
+  OpCall(c10d::OpType type, const char* what) : type(type), what(what) {}
+  OpCall(const OpCall&) = delete;
+  OpCall& operator=(const OpCall&) = delete;
+
+  const c10d::OpType type;
+  const char* const what;
+  // Members in the order the steps make them, so that they end in reverse,
+  // as the locals of one function would.
+  host_profile::Timer prof;
+  std::optional<NanWatch::InCall> in_call;  // the NaN watch holds its report meanwhile
+  std::shared_ptr<Communicator> comm;
+  std::optional<c10::cuda::CUDAGuard> device_guard;
+  std::optional<c10::cuda::CUDAStream> current;  // the caller's
+  std::optional<c10::cuda::CUDAStream> stream;   // the op's: the caller's or ours
+  bool on_current = false;
+  bool capturing = false;
+  bool profiling = false;
+  uint64_t seq = 0;
+  int64_t numel_in = 0;
+  int64_t numel_out = 0;
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+  std::optional<profiling::CommsRecord> comms_record;  // open until the call returns
+  c10::intrusive_ptr<Work> work;
+  nvlink::Engine* reporter = nullptr;  // the fast path whose kernel reports, if any
+  uint64_t ticket = 0;                 // of the call, once the fast path launched it
+};
+
+// launch's steps, in call order.
+struct OpSteps {
+  static void enter_call(Backend& b, OpCall& op, at::Device device, const CallOpts& call);
+  static void describe_call(Backend& b, OpCall& op, const Tensors& inputs,
+                            const Tensors& outputs, const CallOpts& call);
+  static void make_work(Backend& b, OpCall& op, at::Device device, const Tensors& inputs,
+                        const CallOpts& call);
+  static void order_streams(Backend& b, OpCall& op);
+  static void scan_for_nan(Backend& b, OpCall& op, const Tensors& inputs,
+                           const Tensors& outputs, const CallOpts& call);
+  static void keep_tensors(Backend& b, OpCall& op, Tensors& inputs, Tensors& outputs);
+  static void arm_fast_path(Backend& b, OpCall& op, const CallOpts& call);
+  static void disarm_fast_path(OpCall& op);  // the enqueue threw
+  static void record_call(Backend& b, OpCall& op);
+  static WorkPtr finish_call(Backend& b, OpCall& op);
+};
+
+}  // namespace nccl_core
