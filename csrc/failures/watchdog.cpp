@@ -101,10 +101,9 @@ bool Watchdog::check_progress(std::chrono::steady_clock::time_point now) {
   if (done != last_done_ || !progress->tracked_pending()) {
     last_done_ = done;
     since_ = now;  // progress, or nothing pending: the clock starts again
-    stall_reported_ = false;
     return true;
   }
-  if (stall_reported_) {
+  if (stalled_progress_ == progress.get() && stalled_done_ == done) {
     // Handled once: a second report of the same stuck call would gather
     // the desync answers again and hold off the unraised-error teardown.
     return true;
@@ -117,7 +116,8 @@ bool Watchdog::check_progress(std::chrono::steady_clock::time_point now) {
          "(call " + std::to_string(done + 1) + " of the group's plain calls) timed out: no progress for " +
              std::to_string(timeout.count()) + " ms",
          true, 0, comm);  // aborting `comm` ends the kernel waiting in its barrier
-  stall_reported_ = true;
+  stalled_progress_ = progress.get();
+  stalled_done_ = done;
   return false;
 }
 

@@ -156,7 +156,10 @@ class Watchdog {
   std::function<std::chrono::milliseconds()> progress_timeout_;
   uint64_t last_done_ = 0;  // watchdog thread only
   bool fault_handled_ = false;  // watchdog thread only
-  bool stall_reported_ = false;  // watchdog thread only: this stall was handled once
+  // The stall handled last (watchdog thread only): the progress it was on and
+  // its done count.  Another followed progress, or progress, is a new stall.
+  const nvlink::Progress* stalled_progress_ = nullptr;
+  uint64_t stalled_done_ = 0;
   std::chrono::steady_clock::time_point since_;  // when last_done_ was seen to change
   std::atomic<bool> stop_{false};
   std::atomic<bool> winding_down_{false};
