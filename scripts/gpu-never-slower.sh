@@ -4,8 +4,7 @@
 # all_reduce bf16 1 KiB - 16 MiB with CUDA graphs beside torch's SymmetricMemory
 # kernels, nccl_core's host phases and each kind's GPU time; then the
 # workloads.  Each run ends with the rows more than 2 % slower than nccl (the
-# report's SLOWER line).  JSON
-# and logs go to ${OUT:-out}/never-slower.tgz.
+# report's SLOWER line).  JSON and logs go to ${OUT:-out}/never-slower.tgz.
 #   NCCL_CORE_BENCH_WORLDS  world sizes (default "2 4"; those above the GPUs are left out)
 #   NCCL_CORE_BENCH_RUNS    which runs (default "sweep anchor workloads")
 set -uo pipefail
