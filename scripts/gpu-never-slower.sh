@@ -2,9 +2,9 @@
 # Issue 48's measurements with `python -m nccl_core_backend.bench` on a GPU
 # host (after scripts/gpu-build.sh): for each world size, every op 8 B - 1 GiB;
 # all_reduce bf16 1 KiB - 16 MiB with CUDA graphs beside torch's SymmetricMemory
-# kernels and nccl_core's host phases; then the workloads.  Each run ends with
-# the rows more than 2 % slower than nccl (the report's SLOWER line).  JSON
-# and logs go to ${OUT:-out}/never-slower.tgz.
+# kernels, nccl_core's host phases and each kind's GPU time; then the
+# workloads.  Each run ends with the rows more than 2 % slower than nccl (the
+# report's SLOWER line).  JSON and logs go to ${OUT:-out}/never-slower.tgz.
 #   NCCL_CORE_BENCH_WORLDS  world sizes (default "2 4"; those above the GPUs are left out)
 #   NCCL_CORE_BENCH_RUNS    which runs (default "sweep anchor workloads")
 set -uo pipefail
@@ -24,7 +24,7 @@ for n in ${NCCL_CORE_BENCH_WORLDS:-2 4}; do
     case $run in
       sweep) bench sweep "$n" --sizes 8B-1GiB ;;
       anchor) bench anchor "$n" --ops all_reduce --sizes 1KiB-16MiB --dtype bfloat16 --graph \
-                --anchor symm_mem --host-phases ;;
+                --anchor symm_mem --host-phases --kernel-times ;;
       workloads) bench workloads "$n" --workloads ;;
       *) echo "unknown run $run (sweep, anchor, workloads)"; exit 2 ;;
     esac

@@ -102,7 +102,8 @@ def _run(job, args, progress) -> dict:
         result["collectives"] = run_sweep(job, args.ops, args.sizes, args.torch_dtype, args.iters,
                                           args.warmup, args.rounds, args.graph,
                                           args.graph_max_bytes, progress, args.memory,
-                                          _anchor(job, args, result["meta"]), args.host_phases)
+                                          _anchor(job, args, result["meta"]), args.host_phases,
+                                          args.kernel_times)
         return result
     from nccl_core_backend.bench import training
     from nccl_core_backend.bench.tp_decode import run_tp_decode

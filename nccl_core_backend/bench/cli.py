@@ -136,6 +136,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "(setup, Work, stream guard, enqueue, epilogue, end event, watchdog, "
                         "wait; the fast path's checks, launch and ordering): a third table. "
                         "Each phase costs a clock read, which this run's ratios carry")
+    p.add_argument("--kernel-times", action="store_true",
+                   help="also measure, after each row's timed rounds, the GPU time per call of "
+                        "what each backend ran (kernels, copies; torch.profiler's CUDA rows, "
+                        "50 calls or 5 graph replays): a table beside the samples, which mix "
+                        "host dispatch with GPU time (profiled, nccl_core's fast path skips "
+                        "the fence that ends an unprofiled plain call)")
     p.add_argument("--paths", action="store_true",
                    help="print which calls nccl_core runs as its own NVLink kernels, by world "
                         "size, operation and size, with the measurement behind each row "
@@ -192,6 +198,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--workloads" if args.workloads else ""
     if args.host_phases and other_run:
         p.error(f"--host-phases adds a table to the collectives sweep; {other_run} is a separate run")
+    if args.kernel_times and other_run:
+        p.error(f"--kernel-times adds a table to the collectives sweep; {other_run} is a separate run")
     if args.anchor and other_run:
         p.error(f"--anchor adds rows to the collectives sweep; {other_run} is a separate run")
     if args.anchor and "all_reduce" not in args.ops and not args.graph:

@@ -17,7 +17,9 @@ last call returned), ``ratio``, ``host_ratio`` and ``correct``.  With
 ``symm_two_shot`` timings, ``anchor_ratio`` (nccl_core us / each) and their
 ``correct`` flags; ``meta.anchor`` says whether the anchor ran and, if not, why.
 With ``--host-phases``, eager rows hold ``host_phases``: nccl_core's host µs
-per call by phase (csrc/util/host_profile.h).
+per call by phase (csrc/util/host_profile.h).  With ``--kernel-times``, rows
+hold ``kernel_times``: {kind: {"gpu_us", "kernels": {name: µs}}} per call
+(kernel_times.py).
 """
 
 from __future__ import annotations
@@ -107,6 +109,26 @@ def host_phases_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def kernel_times_table(rows: list[dict], width: int = 48) -> str:
+    """Markdown: each kind's GPU µs per call beside its sample (--kernel-times),
+    with what ran by name (cut to `width` characters; whole in the JSON);
+    '' when no row has them."""
+    rows = [r for r in rows if r.get("kernel_times")]
+    if not rows:
+        return ""
+    lines = ["| op | size | kind | sample µs | GPU µs | what ran (GPU µs per call) |",
+             "|---|---|---|---:|---:|---|"]
+    for r in rows:
+        for kind, t in r["kernel_times"].items():
+            sample = r[kind]["us"] if kind in r else None
+            ran = "; ".join(f"{name[:width]} {_us(us)}" for name, us in
+                            sorted(t["kernels"].items(), key=lambda kv: -kv[1]))
+            lines.append(f"| {op_label(r)} | {format_bytes(r['bytes'])} | {kind} | "
+                         f"{_us(sample) if sample is not None else '-'} | {_us(t['gpu_us'])} | "
+                         f"{ran or '-'} |")
+    return "\n".join(lines)
+
+
 def workloads_table(rows: list[dict]) -> str:
     """Markdown: one line per workload configuration; steps in ms, communication in µs."""
     lines = ["| workload | config | nccl_core ms | nccl ms | ratio | comm-only nccl_core µs | "
@@ -156,6 +178,10 @@ def render(result: dict) -> str:
         if phases:
             parts += ["", "nccl_core's host µs per call, by phase (--host-phases; the "
                       "(enqueue: ...) phases are parts of enqueue):", phases]
+        gpu = kernel_times_table(result["collectives"])
+        if gpu:
+            parts += ["", "GPU µs per call of what each kind ran (--kernel-times; the "
+                      "sample adds any wait for the host):", gpu]
     if result.get("workloads"):
         parts += ["", workloads_table(result["workloads"])]
     if result.get("tooling"):

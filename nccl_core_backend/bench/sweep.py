@@ -17,6 +17,7 @@ import torch
 from nccl_core_backend.bench.collectives import ALLOCATORS, GRAPH_OP, Case, GraphCase, bandwidth
 from nccl_core_backend.bench.data import pattern_for
 from nccl_core_backend.bench.job import CORE, NCCL
+from nccl_core_backend.bench.kernel_times import kernel_times
 from nccl_core_backend.bench.sizes import format_bytes
 from nccl_core_backend.bench.timing import EventPool, interleaved, summary
 
@@ -40,10 +41,12 @@ def graph_rows_wanted(sizes: list[int], count: int, max_bytes: int) -> list[int]
 
 def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, warmup: int,
               rounds: int, graph_count: int, graph_max_bytes: int, progress,
-              memory: str = "plain", anchor=None, host_phases: bool = False) -> list[dict]:
+              memory: str = "plain", anchor=None, host_phases: bool = False,
+              kernels: bool = False) -> list[dict]:
     """Rows of the sweep, this rank's view (correctness flags are this rank's;
     __main__ combines every rank's).  `anchor`: an anchor.Anchor or None.
-    `host_phases`: eager rows also get nccl_core's host µs per call by phase."""
+    `host_phases`: eager rows also get nccl_core's host µs per call by phase.
+    `kernels`: every row also gets each kind's GPU µs per call (kernel_times.py)."""
     alloc = ALLOCATORS[memory]
     pool = EventPool()
     pat = pattern_for(dtype, job.world)
@@ -67,6 +70,7 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
             profile = HostPhases(host_phases)
             samples = interleaved(calls, n_iter, warmup, rounds, job.sync, pool)
             phases = profile.take()
+            gpu = kernel_times(calls, job.sync) if kernels else None
             for name, g in job.groups.items():
                 ok[name] = cases[name].check(g, pat, rng.randrange(pat.k)) and ok[name]
             for k, c in extra.items():
@@ -75,6 +79,8 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
             rows.append(_row(job, op, nbytes, dname, n_iter, samples, ok))
             if phases:
                 rows[-1]["host_phases"] = phases
+            if gpu:
+                rows[-1]["kernel_times"] = gpu
             rows[-1]["path"] = _path_taken(before, _path_counts(core))
             del cases, extra
             if size >= 64 << 20:
@@ -91,11 +97,15 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
         ok = {name: c.check(pat, rng.randrange(pat.k)) for name, c in cases.items()}
         samples = interleaved({name: c.call for name, c in cases.items()}, n_iter,
                               min(warmup, 3), rounds, job.sync, pool)
+        gpu = kernel_times({name: c.call for name, c in cases.items()}, job.sync,
+                           per=graph_count, loop=5) if kernels else None
         for name, c in cases.items():
             ok[name] = c.check(pat, rng.randrange(pat.k)) and ok[name]
         row = _row(job, GRAPH_OP, cases[CORE].bytes, dname, n_iter, samples, ok,
                    per=graph_count)
         row["count"] = graph_count
+        if gpu:
+            row["kernel_times"] = gpu
         row["path"] = _path_taken(before, _path_counts(core))  # counted at warm-up and capture
         rows.append(row)
         del cases

@@ -167,3 +167,19 @@ def test_host_phases_of_each_eager_row():
         assert {"setup", "work", "enqueue", "record"} <= set(phases), r
         assert all(us >= 0 for us in phases.values()) and phases["enqueue"] > 0, r
     assert "by phase (--host-phases" in out and "WRONG" not in out
+
+
+def test_kernel_times_of_each_row():
+    result, out = _bench("kernels", "--ops", "all_reduce", "--sizes", "1KiB,1MiB", "--iters", "6",
+                         "--warmup", "2", "--rounds", "2", "--graph", "4", "--kernel-times")
+    rows = result["collectives"]
+    assert len(rows) == 4  # two eager rows, two graph rows
+    for r in rows:
+        times = r["kernel_times"]
+        assert set(times) == {"nccl_core", "nccl"}, r
+        for kind, t in times.items():
+            # Each call ran something on the GPU, and no more than the sample's time allows
+            # (the sample is the GPU's time plus any wait for the host).
+            assert t["gpu_us"] > 0 and t["kernels"], (kind, r)
+            assert abs(sum(t["kernels"].values()) - t["gpu_us"]) < 0.01 * len(t["kernels"]) + 1e-6, t
+    assert "GPU µs per call of what each kind ran" in out and "WRONG" not in out
