@@ -93,6 +93,9 @@ class Monitor {
           }
         }
       }
+      if (victims.empty()) {
+        continue;
+      }
       // Outside the lock: abort makes NCCL return from the stuck call.
       std::lock_guard<std::mutex> releasing(release_mutex_);
       if (exiting_) {

@@ -196,10 +196,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         p.error("--tooling, --workloads and --footprint are separate runs: pick one")
     other_run = "--tooling" if args.tooling else "--footprint" if args.footprint else \
         "--workloads" if args.workloads else ""
-    if args.host_phases and other_run:
-        p.error(f"--host-phases adds a table to the collectives sweep; {other_run} is a separate run")
-    if args.kernel_times and other_run:
-        p.error(f"--kernel-times adds a table to the collectives sweep; {other_run} is a separate run")
+    for flag, on in (("--host-phases", args.host_phases), ("--kernel-times", args.kernel_times)):
+        if on and other_run:
+            p.error(f"{flag} adds a table to the collectives sweep; {other_run} is a separate run")
     if args.anchor and other_run:
         p.error(f"--anchor adds rows to the collectives sweep; {other_run} is a separate run")
     if args.anchor and "all_reduce" not in args.ops and not args.graph:

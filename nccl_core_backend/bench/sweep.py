@@ -95,10 +95,9 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
             cases.update({k: anchor.graph_case(k, cases[CORE].n, graph_count)
                           for k in anchor.kinds(cases[CORE].bytes)})
         ok = {name: c.check(pat, rng.randrange(pat.k)) for name, c in cases.items()}
-        samples = interleaved({name: c.call for name, c in cases.items()}, n_iter,
-                              min(warmup, 3), rounds, job.sync, pool)
-        gpu = kernel_times({name: c.call for name, c in cases.items()}, job.sync,
-                           per=graph_count, loop=5) if kernels else None
+        replays = {name: c.call for name, c in cases.items()}
+        samples = interleaved(replays, n_iter, min(warmup, 3), rounds, job.sync, pool)
+        gpu = kernel_times(replays, job.sync, per=graph_count, loop=5) if kernels else None
         for name, c in cases.items():
             ok[name] = c.check(pat, rng.randrange(pat.k)) and ok[name]
         row = _row(job, GRAPH_OP, cases[CORE].bytes, dname, n_iter, samples, ok,
