@@ -4,10 +4,13 @@ A group whose ranks reach each other's memory (one NVLink domain) runs small
 collectives as one kernel of nccl_core's (the fast path) and mid-sized
 all_reduces by pushing into its peers' memory (the push); everything else,
 and every group without NVLink between all ranks, goes to NCCL.  Which sizes
-take which path depends on the world size and the operation, and comes from
-one table measured against backend ``nccl`` (``csrc/nvlink/path_table.cpp``):
-each row says what run set it.  A group's options override the table for
-every operation: ``nccl_core_backend.Options.fast_path_max_bytes``,
+take which path depends on the world size, the operation, and whether the
+call is captured into a CUDA graph (there a call costs its kernel alone; an
+eager call also costs its host time, and the fast path's kernel launch alone
+takes longer than NCCL's whole call): it comes from one table measured
+against backend ``nccl`` (``csrc/nvlink/path_table.cpp``), each row saying
+what run set it.  A group's options override the table for every operation,
+in both modes: ``nccl_core_backend.Options.fast_path_max_bytes``,
 ``push_min_bytes``, ``push_max_bytes`` (or ``NCCL_CORE_FAST_PATH_MAX_BYTES``,
 ``NCCL_CORE_PUSH_MIN_BYTES``, ``NCCL_CORE_PUSH_MAX_BYTES``).
 
@@ -24,7 +27,8 @@ OPS = ("all_reduce", "reduce_scatter_tensor", "all_gather_into_tensor", "broadca
 
 def table() -> list[dict]:
     """Rows of the table: ``min_world``, ``max_world``, ``fast_max_bytes`` (per
-    operation, the largest input the fast path takes; 0: none),
+    operation, the largest input the fast path takes in a captured call; 0:
+    none), ``eager_fast_max_bytes`` (the same for eager calls),
     ``push_min_bytes``/``push_max_bytes`` (all_reduce; max 0: no push) and
     ``measured``."""
     from nccl_core_backend import _C
@@ -41,15 +45,17 @@ def for_world(world: int, fast_path_max_bytes: int | None = None, push_min_bytes
     return _C._paths_for(world, fast_path_max_bytes, push_min_bytes, push_max_bytes)
 
 
-def path_of(op: str, input_bytes: int, world: int, **options) -> str:
+def path_of(op: str, input_bytes: int, world: int, graph: bool = False, **options) -> str:
     """``"fast"``, ``"push"`` or ``"nccl"``: where a call of ``op`` whose input
     is ``input_bytes`` on each rank goes in a group of ``world`` ranks that all
-    reach each other over NVLink (elsewhere every call goes to NCCL).  The
-    push also needs whole 16-byte packs and a type and operator it covers."""
+    reach each other over NVLink (elsewhere every call goes to NCCL), eager or
+    (``graph``) captured into a CUDA graph.  The push also needs whole 16-byte
+    packs and a type and operator it covers."""
     if op not in OPS:
         raise ValueError(f"unknown op {op!r}; known: {', '.join(OPS)}")
     choice = for_world(world, **options)
-    if 0 < input_bytes <= choice["fast_max_bytes"][op]:
+    limits = choice["fast_max_bytes" if graph else "eager_fast_max_bytes"]
+    if 0 < input_bytes <= limits[op]:
         return "fast"
     if (op == "all_reduce" and choice["push_max_bytes"] > 0
             and choice["push_min_bytes"] <= input_bytes <= choice["push_max_bytes"]):
@@ -63,22 +69,27 @@ def _bytes(n: int) -> str:
     return format_bytes(n) if n else "-"
 
 
+def _limits(per_op: dict) -> str:
+    if not any(per_op.values()):
+        return "off"
+    if len(set(per_op.values())) == 1:
+        return f"{_bytes(next(iter(per_op.values())))}, every op"
+    return ", ".join(f"{op} {_bytes(b)}" for op, b in per_op.items())
+
+
 def render() -> str:
     """The table as markdown."""
-    lines = ["| ranks | fast path up to (input bytes per rank) | push all_reduce | measured |",
-             "|---|---|---|---|"]
+    lines = ["| ranks | fast path up to (input bytes per rank): captured | eager | push all_reduce "
+             "| measured |",
+             "|---|---|---|---|---|"]
     for row in table():
         hi = row["max_world"]
         ranks = str(row["min_world"]) if hi == row["min_world"] else \
             f"{row['min_world']}+" if hi > 1 << 20 else f"{row['min_world']}-{hi}"
-        fast = row["fast_max_bytes"]
-        if len(set(fast.values())) == 1:
-            fast_text = f"{_bytes(next(iter(fast.values())))}, every op"
-        else:
-            fast_text = ", ".join(f"{op} {_bytes(b)}" for op, b in fast.items())
+        fast_text, eager_text = (_limits(row[key]) for key in ("fast_max_bytes", "eager_fast_max_bytes"))
         push = (f"{_bytes(row['push_min_bytes'])} - {_bytes(row['push_max_bytes'])}"
                 if row["push_max_bytes"] else "off")
-        lines.append(f"| {ranks} | {fast_text} | {push} | {row['measured']} |")
+        lines.append(f"| {ranks} | {fast_text} | {eager_text} | {push} | {row['measured']} |")
     return "\n".join(lines)
 
 

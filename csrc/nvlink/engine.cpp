@@ -93,13 +93,16 @@ bool Engine::ready(Communicator& comm, Coll op, size_t staged, cudaStream_t stre
   observe(stream);
   // Closed with the communicator's resources (on every rank, like any
   // collective resource call): set up again here, at the same call everywhere.
+  // Set up at the first call of a captured call's size even where eager
+  // calls of that size go to NCCL: a capture cannot set up, and the calls
+  // before a capture (its warm-up) are eager.
   if (!window_ || !window_->is_valid()) {
     if (capturing_) {
       return false;  // every rank captures the same calls: all go to NCCL
     }
     set_up(comm, stream);
   }
-  if (disabled_) {
+  if (disabled_ || (!capturing_ && staged > paths_.eager_fast_max(op))) {
     return false;
   }
   start_call(comm, stream);

@@ -17,26 +17,31 @@ constexpr std::array<size_t, kColls> all(size_t bytes) { return {bytes, bytes, b
 // (python -m nccl_core_backend.bench; below 1 is faster).  Rows not yet
 // measured keep the settings from before the table, and say so.
 const std::vector<PathRow> kTable = {
-    {1, 1, all(256 * KiB), 0, 0,
+    {1, 1, all(256 * KiB), all(256 * KiB), 0, 0,
      "not measured at one rank: the fast path's earlier default (256 KiB for every "
-     "operation); no push (nothing to push to)"},
-    {2, 2, all(256 * KiB), 2 * MiB, 16 * MiB,
+     "operation, both modes); no push (nothing to push to)"},
+    {2, 2, all(256 * KiB), all(0), 2 * MiB, 16 * MiB,
      "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, python -m nccl_core_backend.bench (per-call "
-     "events, back to back), fp32, b26a96d, 2026-11-27: push all_reduce 512 KiB 1.37-1.41, "
-     "1 MiB 1.18-1.20 (NCCL there), 2 MiB 0.74, 4 MiB 0.87, 8 MiB 0.91, 16 MiB 0.94, 32 MiB "
-     "1.00 (NCCL from there). Fast path kept up to 256 KiB from the graph runs (df2ed55: 100 "
-     "all_reduces 1 KiB-4 MiB 0.35-0.65), although this bench measured it 1.10-1.63 eager "
-     "(issue 48: to be explained)"},
-    {3, 4, all(256 * KiB), 4 * MiB, 8 * MiB,
+     "events, back to back), fp32. Captured: 100 all_reduces in a graph, 8 B-256 KiB "
+     "0.19-0.40 (5.6-7.9 us a call against nccl's 17-30; 0.92-0.95 of torch's symm_mem "
+     "two-shot), 512 KiB 0.98, 1 MiB 1.02 (NCCL there), 28aaaff, 2026-11-27. Eager: the fast "
+     "path 1.13-1.45 (all_reduce) and 1.24-1.65 (broadcast) at 8 B-256 KiB (12.3 us a call, "
+     "of which 5.2 us host time launching the kernel, against nccl's 7.3-12.6 us), so NCCL "
+     "there. Push all_reduce (both modes) 512 KiB 1.37-1.41, 1 MiB 1.18-1.20 (NCCL there), "
+     "2 MiB 0.74, 4 MiB 0.87, 8 MiB 0.91, 16 MiB 0.94, 32 MiB 1.00 (NCCL from there), "
+     "b26a96d"},
+    {3, 4, all(256 * KiB), all(0), 4 * MiB, 8 * MiB,
      "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, python -m nccl_core_backend.bench (per-call "
-     "events, back to back), fp32, b26a96d, 2026-11-27, at 4 ranks (3 not measured: taken "
-     "from 4): push all_reduce 512 KiB 1.44-1.48, 1 MiB 1.23-1.27, 2 MiB 1.03-1.05 (NCCL "
-     "there), 4 MiB 0.91, 8 MiB 0.97, 16 MiB 1.10 (df2ed55; NCCL from there). Fast path kept "
-     "up to 256 KiB from the graph runs (df2ed55: 0.41-0.58), although this bench measured "
-     "it 1.06-1.77 eager (issue 48: to be explained)"},
-    {5, INT_MAX, all(256 * KiB), 0, 0,
-     "not measured beyond 4 ranks: the fast path's earlier default (256 KiB for every "
-     "operation), no push (its staging and peer count grow with the group)"},
+     "events, back to back), fp32, at 4 ranks (3 not measured: taken from 4). Captured: "
+     "all_reduce in a graph 1 KiB-4 MiB 0.41-0.58 (df2ed55). Eager: the fast path 1.06-1.77 "
+     "at every op 8 B-256 KiB (b26a96d; the host's launch as at 2 ranks), so NCCL there. Push "
+     "all_reduce 512 KiB 1.44-1.48, 1 MiB 1.23-1.27, 2 MiB 1.03-1.05 (NCCL there), 4 MiB "
+     "0.91, 8 MiB 0.97, 16 MiB 1.10 (df2ed55; NCCL from there), b26a96d"},
+    {5, INT_MAX, all(256 * KiB), all(0), 0, 0,
+     "not measured beyond 4 ranks: captured calls keep the fast path's earlier default (256 "
+     "KiB for every operation); eager calls go to NCCL as at 2-4 ranks (the host's launch "
+     "does not shrink with the group); no push (its staging and peer count grow with the "
+     "group)"},
 };
 
 }  // namespace
@@ -55,12 +60,14 @@ const char* coll_name(Coll c) {
 const std::vector<PathRow>& path_table() { return kTable; }
 
 size_t GroupPaths::largest_fast() const {
-  return *std::max_element(fast_max_bytes.begin(), fast_max_bytes.end());
+  return std::max(*std::max_element(fast_max_bytes.begin(), fast_max_bytes.end()),
+                  *std::max_element(eager_fast_max_bytes.begin(), eager_fast_max_bytes.end()));
 }
 
 GroupPaths GroupPaths::uniform(size_t max_bytes) {
   GroupPaths g;
   g.fast_max_bytes = all(max_bytes);
+  g.eager_fast_max_bytes = all(max_bytes);
   return g;
 }
 
@@ -77,6 +84,8 @@ GroupPaths paths_for(int world, const PathOverrides& overrides) {
   const PathRow& row = row_for(world);
   GroupPaths g;
   g.fast_max_bytes = overrides.fast_max_bytes ? all(*overrides.fast_max_bytes) : row.fast_max_bytes;
+  g.eager_fast_max_bytes =
+      overrides.fast_max_bytes ? all(*overrides.fast_max_bytes) : row.eager_fast_max_bytes;
   g.push.min_bytes = overrides.push_min_bytes.value_or(row.push_min_bytes);
   g.push.max_bytes = overrides.push_max_bytes.value_or(row.push_max_bytes);
   g.push.ctas = overrides.push_ctas;

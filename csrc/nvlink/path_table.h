@@ -3,8 +3,12 @@
 // operation and size.  One table, each row with the measurement that set it
 // (issue 48: no size may be slower than backend nccl); a group's options
 // (fast_path_max_bytes, push_min_bytes, push_max_bytes and their NCCL_CORE_*
-// variables) override it for every operation.  Sizes are what the fast
-// path stages: the call's input bytes on each rank.
+// variables) override it for every operation, in both modes.  Sizes are what
+// the fast path stages: the call's input bytes on each rank.  The fast path
+// has two limits: one for calls captured into a CUDA graph, where a call
+// costs the kernel alone, and one for eager calls, where a call costs its
+// host time too (a kernel launch of ~5 µs on the GPU hosts measured, more
+// than NCCL's whole call: docs/performance.md).
 #pragma once
 
 #include <array>
@@ -33,7 +37,8 @@ struct PushConfig {
 struct PathRow {
   int min_world;
   int max_world;
-  std::array<size_t, kColls> fast_max_bytes;  // fast path up to this; 0 = never
+  std::array<size_t, kColls> fast_max_bytes;  // captured calls: fast path up to this; 0 = never
+  std::array<size_t, kColls> eager_fast_max_bytes;  // eager calls: likewise (at most the above)
   size_t push_min_bytes;  // all_reduce only
   size_t push_max_bytes;  // 0 = never
   const char* measured;   // the run that set the row
@@ -43,18 +48,21 @@ const std::vector<PathRow>& path_table();
 
 // A group's choice.
 struct GroupPaths {
-  std::array<size_t, kColls> fast_max_bytes{};
+  std::array<size_t, kColls> fast_max_bytes{};        // captured calls
+  std::array<size_t, kColls> eager_fast_max_bytes{};  // eager calls
   PushConfig push;
   size_t fast_max(Coll c) const { return fast_max_bytes[static_cast<int>(c)]; }
-  size_t largest_fast() const;  // what the scratch window holds
+  size_t eager_fast_max(Coll c) const { return eager_fast_max_bytes[static_cast<int>(c)]; }
+  size_t largest_fast() const;  // what the scratch window holds (either mode)
   bool any() const { return largest_fast() > 0 || push.max_bytes > 0; }
-  // Every collective up to `max_bytes`, no push (the raw Communicator API).
+  // Every collective up to `max_bytes` in both modes, no push (the raw
+  // Communicator API).
   static GroupPaths uniform(size_t max_bytes);
 };
 
 // What a group's options set; unset ones come from the table.
 struct PathOverrides {
-  std::optional<size_t> fast_max_bytes;
+  std::optional<size_t> fast_max_bytes;  // both modes
   std::optional<size_t> push_min_bytes;
   std::optional<size_t> push_max_bytes;
   int push_ctas = 32;

@@ -29,6 +29,7 @@ py::dict per_op(const std::array<size_t, nvlink::kColls>& bytes) {
 py::dict paths_dict(const nvlink::GroupPaths& g) {
   py::dict d;
   d["fast_max_bytes"] = per_op(g.fast_max_bytes);
+  d["eager_fast_max_bytes"] = per_op(g.eager_fast_max_bytes);
   d["push_min_bytes"] = g.push.min_bytes;
   d["push_max_bytes"] = g.push.max_bytes;
   d["push_ctas"] = g.push.ctas;
@@ -45,6 +46,7 @@ void bind_paths(py::module_& m) {
           d["min_world"] = row.min_world;
           d["max_world"] = row.max_world;
           d["fast_max_bytes"] = per_op(row.fast_max_bytes);
+          d["eager_fast_max_bytes"] = per_op(row.eager_fast_max_bytes);
           d["push_min_bytes"] = row.push_min_bytes;
           d["push_max_bytes"] = row.push_max_bytes;
           d["measured"] = row.measured;
@@ -53,8 +55,9 @@ void bind_paths(py::module_& m) {
         return out;
       },
       "The path table (nvlink/path_table.h): per range of world sizes, the largest "
-      "input in bytes of each operation's fast path, the push all-reduce's range (max "
-      "0: off) and the measurement that set the row.");
+      "input in bytes of each operation's fast path in captured calls (fast_max_bytes) "
+      "and in eager calls (eager_fast_max_bytes), the push all-reduce's range (max 0: "
+      "off) and the measurement that set the row.");
   m.def(
       "_paths_for",
       [](int world, std::optional<size_t> fast_max_bytes, std::optional<size_t> push_min_bytes,
@@ -67,7 +70,7 @@ void bind_paths(py::module_& m) {
       py::arg("world"), py::arg("fast_path_max_bytes") = py::none(),
       py::arg("push_min_bytes") = py::none(), py::arg("push_max_bytes") = py::none(),
       "What a group of `world` ranks chooses: the table's row, with the options given "
-      "overriding it for every operation.");
+      "overriding it for every operation, in both modes.");
 }
 
 } // namespace nccl_core::python

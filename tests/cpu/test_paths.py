@@ -22,41 +22,51 @@ def test_rows_cover_every_world_size_once_and_say_what_set_them():
         assert b["min_world"] == a["max_world"] + 1
     assert rows[-1]["max_world"] >= 1 << 20  # beyond the table: the last row
     for row in rows:
-        assert set(row["fast_max_bytes"]) == set(paths.OPS)
+        assert set(row["fast_max_bytes"]) == set(paths.OPS) == set(row["eager_fast_max_bytes"])
+        for op in paths.OPS:  # the scratch window is sized by the captured limit
+            assert row["eager_fast_max_bytes"][op] <= row["fast_max_bytes"][op]
         assert len(row["measured"]) > 40  # the run, or "not measured" and why
         if row["push_max_bytes"]:
             assert row["push_min_bytes"] <= row["push_max_bytes"]
 
 
-@pytest.mark.parametrize("op,nbytes,world,path", [
-    ("all_reduce", 8, 2, "fast"),
-    ("all_reduce", 256 * KiB, 2, "fast"),
-    ("all_reduce", 1 * MiB, 2, "nccl"),  # 1 MiB measured 1.18-1.20 with the push
-    ("all_reduce", 2 * MiB, 2, "push"),
-    ("all_reduce", 16 * MiB, 2, "push"),
-    ("all_reduce", 32 * MiB, 2, "nccl"),  # 32 MiB measured 1.00 with NCCL, 64 MiB 1.01 pushed
-    ("all_reduce", 2 * MiB, 4, "nccl"),  # 2 MiB measured 1.03-1.05 with the push at 4 ranks
-    ("all_reduce", 4 * MiB, 4, "push"),
-    ("all_reduce", 8 * MiB, 4, "push"),
-    ("all_reduce", 16 * MiB, 4, "nccl"),  # 16 MiB measured 1.10 with the push at 4 ranks
-    ("all_reduce", 8 * MiB, 3, "push"),
-    ("all_reduce", 1 * MiB, 8, "nccl"),  # not measured beyond 4 ranks: no push
-    ("all_reduce", 64 * KiB, 8, "fast"),
-    ("broadcast", 1 * MiB, 2, "nccl"),  # the push is an all_reduce
-    ("all_gather_into_tensor", 256 * KiB, 4, "fast"),
-    ("all_to_all_single", 256 * KiB + 1, 4, "nccl"),
-    ("all_reduce", 0, 2, "nccl"),
+@pytest.mark.parametrize("op,nbytes,world,graph,path", [
+    ("all_reduce", 8, 2, True, "fast"),
+    ("all_reduce", 256 * KiB, 2, True, "fast"),
+    ("all_reduce", 8, 2, False, "nccl"),  # eager: the fast path measured 1.13-1.45
+    ("broadcast", 256 * KiB, 2, False, "nccl"),  # eager: 1.24-1.65
+    ("all_reduce", 1 * MiB, 2, False, "nccl"),  # 1 MiB measured 1.18-1.20 with the push
+    ("all_reduce", 1 * MiB, 2, True, "nccl"),
+    ("all_reduce", 2 * MiB, 2, False, "push"),
+    ("all_reduce", 16 * MiB, 2, True, "push"),
+    ("all_reduce", 32 * MiB, 2, False, "nccl"),  # 32 MiB measured 1.00 with NCCL, 64 MiB 1.01 pushed
+    ("all_reduce", 2 * MiB, 4, False, "nccl"),  # 2 MiB measured 1.03-1.05 with the push at 4 ranks
+    ("all_reduce", 4 * MiB, 4, False, "push"),
+    ("all_reduce", 8 * MiB, 4, True, "push"),
+    ("all_reduce", 16 * MiB, 4, False, "nccl"),  # 16 MiB measured 1.10 with the push at 4 ranks
+    ("all_reduce", 8 * MiB, 3, False, "push"),
+    ("all_reduce", 1 * MiB, 8, False, "nccl"),  # not measured beyond 4 ranks: no push
+    ("all_reduce", 64 * KiB, 8, True, "fast"),
+    ("all_reduce", 64 * KiB, 8, False, "nccl"),
+    ("all_reduce", 64 * KiB, 1, False, "fast"),  # one rank: not measured, both modes as before
+    ("broadcast", 1 * MiB, 2, True, "nccl"),  # the push is an all_reduce
+    ("all_gather_into_tensor", 256 * KiB, 4, True, "fast"),
+    ("all_gather_into_tensor", 256 * KiB, 4, False, "nccl"),
+    ("all_to_all_single", 256 * KiB + 1, 4, True, "nccl"),
+    ("all_reduce", 0, 2, True, "nccl"),
 ])
-def test_where_calls_go(op, nbytes, world, path):
-    assert paths.path_of(op, nbytes, world) == path
+def test_where_calls_go(op, nbytes, world, graph, path):
+    assert paths.path_of(op, nbytes, world, graph=graph) == path
 
 
 def test_options_override_the_table_for_every_operation():
     off = paths.for_world(2, fast_path_max_bytes=0, push_max_bytes=0)
-    assert set(off["fast_max_bytes"].values()) == {0} and off["push_max_bytes"] == 0
+    assert set(off["fast_max_bytes"].values()) == set(off["eager_fast_max_bytes"].values()) == {0}
+    assert off["push_max_bytes"] == 0
     assert paths.path_of("all_reduce", 8, 2, fast_path_max_bytes=0, push_max_bytes=0) == "nccl"
     wide = paths.for_world(8, fast_path_max_bytes=MiB, push_min_bytes=2 * MiB, push_max_bytes=64 * MiB)
-    assert set(wide["fast_max_bytes"].values()) == {MiB}
+    assert set(wide["fast_max_bytes"].values()) == set(wide["eager_fast_max_bytes"].values()) == {MiB}
+    assert paths.path_of("broadcast", MiB, 8, fast_path_max_bytes=MiB) == "fast"  # eager too
     assert (wide["push_min_bytes"], wide["push_max_bytes"]) == (2 * MiB, 64 * MiB)
     assert paths.path_of("all_reduce", 32 * MiB, 8, push_max_bytes=64 * MiB) == "push"
 
@@ -71,7 +81,7 @@ def test_bad_arguments():
 def test_render_and_the_bench_print_the_table():
     text = paths.render()
     assert text.count("\n") == len(paths.table()) + 1
-    assert "| 2 | 256 KiB, every op | 2 MiB - 16 MiB |" in text
+    assert "| 2 | 256 KiB, every op | off | 2 MiB - 16 MiB |" in text
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0", PYTHONPATH=ROOT)
     for module in ("nccl_core_backend.paths", "nccl_core_backend.bench"):
         argv = [sys.executable, "-m", module] + (["--paths"] if module.endswith("bench") else [])

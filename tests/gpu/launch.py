@@ -69,10 +69,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+# The suite's cases exercise the fast path in eager calls, where the path
+# table sends small calls to NCCL (csrc/nvlink/path_table.cpp): its earlier
+# eager default, unless the caller sets another.  The table's own choice is
+# tested by fast_path_by_mode_from_the_path_table and torch's suite.
+SUITE_FAST_PATH = {"NCCL_CORE_FAST_PATH_MAX_BYTES": str(256 << 10)}
+
+
 def env_for(extra: dict | None = None) -> dict:
-    """The job's environment: this one, NVLink multicast off, the repo on the
-    path, and `extra` (a value of None removes the variable)."""
-    env = dict(os.environ, PYTHONUNBUFFERED="1", **NO_MULTICAST)
+    """The job's environment: this one, NVLink multicast off, the suite's
+    fast-path limit unless set, the repo on the path, and `extra` (a value of
+    None removes the variable)."""
+    env = dict(SUITE_FAST_PATH, **os.environ)
+    env.update(PYTHONUNBUFFERED="1", **NO_MULTICAST)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     for name, value in (extra or {}).items():
         if value is None:

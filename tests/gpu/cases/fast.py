@@ -336,15 +336,20 @@ def fast_path_plain_call_work_without_end_event(ctx):
 
 @case(nvlink=True, min_world=1)
 def fast_path_on_by_default_and_ordered_across_streams(ctx):
-    """A group created with no options takes the fast path up to 256 KiB (or
-    NCCL_CORE_FAST_PATH_MAX_BYTES).  A plain `dist.all_reduce` runs on the
-    caller's current stream: calls issued from three streams, with no host
-    sync between them, still take turns on the scratch window, and each call
-    sees the work queued before it on its own stream."""
+    """A group created with no options takes the fast path in eager calls up
+    to NCCL_CORE_FAST_PATH_MAX_BYTES (the GPU suite sets 256 KiB,
+    tests/gpu/launch.py) or, where unset, the path table's eager limit.  A
+    plain `dist.all_reduce` runs on the caller's current stream: calls issued
+    from three streams, with no host sync between them, still take turns on
+    the scratch window, and each call sees the work queued before it on its
+    own stream."""
     import os
 
+    from nccl_core_backend import paths
+
     w, r, d = ctx.world, ctx.rank, ctx.device
-    limit = int(os.environ.get("NCCL_CORE_FAST_PATH_MAX_BYTES", 256 * 1024))
+    table = paths.for_world(w)["eager_fast_max_bytes"]["all_reduce"]
+    limit = int(os.environ.get("NCCL_CORE_FAST_PATH_MAX_BYTES", table))
     g = dist.new_group(list(range(w)), backend="nccl_core")
     streams = [torch.cuda.Stream(device=d) for _ in range(3)]
     outs = []
@@ -355,7 +360,7 @@ def fast_path_on_by_default_and_ordered_across_streams(ctx):
             t = torch.full((1024,), float(r + i), device=d)
             dist.all_reduce(t, group=g)
             outs.append(t)
-    big = torch.full((limit // 4 + 1,), float(r), device=d)  # just past the limit: NCCL
+    big = torch.full((max(limit, 4096) // 4 + 1,), float(r), device=d)  # past the limit: NCCL
     dist.all_reduce(big, group=g)
     torch.cuda.synchronize(d)
     for i, t in enumerate(outs):
@@ -365,5 +370,54 @@ def fast_path_on_by_default_and_ordered_across_streams(ctx):
     check(big, torch.full(big.shape, float(w * (w - 1) // 2), dtype=torch.float64),
           torch.float32, "SUM", w, "just past the limit")
     _expect_taken(ctx, g, 90 if limit >= 4096 else 0, "default group, three streams")
+    dist.destroy_process_group(g)
+    sanity(ctx)
+
+
+@case(nvlink=True, min_world=1)
+def fast_path_by_mode_from_the_path_table(ctx):
+    """With no option and no NCCL_CORE_FAST_PATH_MAX_BYTES, the path table
+    decides per mode (csrc/nvlink/path_table.cpp): at 2-4 ranks a small eager
+    all_reduce goes to NCCL (the fast path's launch costs more host time than
+    NCCL's whole call) yet sets the fast path up, and the same call captured
+    into a CUDA graph runs as our kernel; every replay is correct."""
+    import os
+
+    from nccl_core_backend import paths
+
+    w, r, d, n = ctx.world, ctx.rank, ctx.device, 1024
+    saved = os.environ.pop("NCCL_CORE_FAST_PATH_MAX_BYTES", None)
+    try:
+        g = dist.new_group(list(range(w)), backend="nccl_core")
+    finally:
+        if saved is not None:
+            os.environ["NCCL_CORE_FAST_PATH_MAX_BYTES"] = saved
+    eager = paths.path_of("all_reduce", 4 * n, w) == "fast"
+    captured = paths.path_of("all_reduce", 4 * n, w, graph=True) == "fast"
+    stream = torch.cuda.Stream(device=d)
+    x = torch.zeros(n, device=d)
+    for i in range(20):  # eager: also the capture's warm-up, on its stream
+        inputs = [make(ctx, q, torch.float32, n=n, salt=i) for q in range(w)]
+        with torch.cuda.stream(stream):
+            x.copy_(inputs[r].to(d))
+            dist.all_reduce(x, group=g)
+        stream.synchronize()
+        check(x, reduce_ref(inputs, "SUM", torch.float32), torch.float32, "SUM", w, f"eager call {i}")
+    _expect_taken(ctx, g, 20 if eager else 0, "eager calls")
+    graph = torch.cuda.CUDAGraph()
+    torch.cuda.synchronize(d)
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph, stream=stream):
+            for _ in range(3):
+                dist.all_reduce(x, group=g)
+    _expect_taken(ctx, g, (20 if eager else 0) + (3 if captured else 0), "captured calls")
+    for rep in range(10):
+        inputs = [make(ctx, q, torch.float32, n=n, salt=100 + rep) for q in range(w)]
+        x.copy_(inputs[r].to(d))
+        graph.replay()
+        torch.cuda.synchronize(d)
+        ref = reduce_ref(inputs, "SUM", torch.float32).double()
+        check(x, ref * w * w, torch.float32, "SUM", w, f"replay {rep} (three sums)")
+    del graph
     dist.destroy_process_group(g)
     sanity(ctx)
