@@ -131,6 +131,9 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
     fast = _nonnegative_int(env, "NCCL_CORE_FAST_PATH_MAX_BYTES")
     if fast is not None:
         out["fast_path_max_bytes"] = fast
+    eager = _nonnegative_int(env, "NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES")
+    if eager is not None:
+        out["eager_fast_path_max_bytes"] = eager
     for key in ("push_min_bytes", "push_max_bytes"):
         value = _nonnegative_int(env, "NCCL_CORE_" + key.upper())
         if value is not None:

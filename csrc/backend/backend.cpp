@@ -151,8 +151,10 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   stream_ = at::cuda::getStreamFromPool(options_->is_high_priority_stream,
                                         device.index());
   ready_event_ = std::make_unique<at::cuda::CUDAEvent>(cudaEventDisableTiming);
-  auto paths = nvlink::paths_for(size_, {options_->fast_path_max_bytes, options_->push_min_bytes,
-                                       options_->push_max_bytes, options_->push_ctas});
+  auto paths = nvlink::paths_for(size_, {options_->fast_path_max_bytes,
+                                        options_->eager_fast_path_max_bytes,
+                                        options_->push_min_bytes, options_->push_max_bytes,
+                                        options_->push_ctas});
   if (paths.any()) {
     fast_ = std::make_unique<nvlink::Engine>(paths);
   }

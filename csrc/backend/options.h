@@ -62,6 +62,11 @@ struct GroupOptions : c10d::Backend::Options {
   // is at most this many bytes run as one kernel of ours on a symmetric
   // scratch window (nvlink/engine.h); 0 = off; scratch costs twice the largest.
   std::optional<size_t> fast_path_max_bytes;
+  // The same for eager calls alone, where fast_path_max_bytes is unset (the
+  // table sends small eager calls to NCCL: an eager call of ours costs more
+  // host time than NCCL's, path_table.h).  For programs bound by one call's
+  // latency rather than by back-to-back calls.
+  std::optional<size_t> eager_fast_path_max_bytes;
   // all_reduce calls of push_min_bytes..push_max_bytes (whole 16-byte packs,
   // any memory) run as one kernel of ours that pushes through NVLink into
   // the peers' staging windows (nvlink/push.h); 0 = off.  Staging costs

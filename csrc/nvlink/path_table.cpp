@@ -84,8 +84,9 @@ GroupPaths paths_for(int world, const PathOverrides& overrides) {
   const PathRow& row = row_for(world);
   GroupPaths g;
   g.fast_max_bytes = overrides.fast_max_bytes ? all(*overrides.fast_max_bytes) : row.fast_max_bytes;
-  g.eager_fast_max_bytes =
-      overrides.fast_max_bytes ? all(*overrides.fast_max_bytes) : row.eager_fast_max_bytes;
+  g.eager_fast_max_bytes = overrides.fast_max_bytes         ? all(*overrides.fast_max_bytes)
+                           : overrides.eager_fast_max_bytes ? all(*overrides.eager_fast_max_bytes)
+                                                            : row.eager_fast_max_bytes;
   g.push.min_bytes = overrides.push_min_bytes.value_or(row.push_min_bytes);
   g.push.max_bytes = overrides.push_max_bytes.value_or(row.push_max_bytes);
   g.push.ctas = overrides.push_ctas;

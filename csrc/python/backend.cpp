@@ -83,6 +83,11 @@ void bind_backend(py::module_& m) {
                      "and all_to_all_single calls whose input is at most this many bytes run "
                      "as one nccl_core kernel over NVLink; 0 = off.  None (default): the path "
                      "table decides per world size and operation (nccl_core_backend.paths)")
+      .def_readwrite("eager_fast_path_max_bytes", &GroupOptions::eager_fast_path_max_bytes,
+                     "Like fast_path_max_bytes, for eager calls alone, where "
+                     "fast_path_max_bytes is None (the table sends small eager calls to NCCL: "
+                     "an eager call of ours costs more host time than NCCL's); for "
+                     "programs bound by one call's latency.  None (default): the table's")
       .def_readwrite("push_min_bytes", &GroupOptions::push_min_bytes,
                      "Smallest all_reduce that runs as nccl_core's push kernel over NVLink "
                      "(the fast path takes calls up to its limit first).  None (default): "

@@ -61,14 +61,16 @@ void bind_paths(py::module_& m) {
   m.def(
       "_paths_for",
       [](int world, std::optional<size_t> fast_max_bytes, std::optional<size_t> push_min_bytes,
-         std::optional<size_t> push_max_bytes) {
+         std::optional<size_t> push_max_bytes, std::optional<size_t> eager_fast_max_bytes) {
         if (world < 1) {
           throw py::value_error("world must be at least 1, got " + std::to_string(world));
         }
-        return paths_dict(nvlink::paths_for(world, {fast_max_bytes, push_min_bytes, push_max_bytes}));
+        return paths_dict(nvlink::paths_for(
+            world, {fast_max_bytes, eager_fast_max_bytes, push_min_bytes, push_max_bytes}));
       },
       py::arg("world"), py::arg("fast_path_max_bytes") = py::none(),
       py::arg("push_min_bytes") = py::none(), py::arg("push_max_bytes") = py::none(),
+      py::arg("eager_fast_path_max_bytes") = py::none(),
       "What a group of `world` ranks chooses: the table's row, with the options given "
       "overriding it for every operation, in both modes.");
 }

@@ -316,12 +316,20 @@ def test_fast_path_threshold_from_the_environment():
     assert env_settings({"NCCL_CORE_FAST_PATH_MAX_BYTES": "0"}) == {"fast_path_max_bytes": 0}
     with pytest.raises(ValueError, match="NCCL_CORE_FAST_PATH_MAX_BYTES"):
         env_settings({"NCCL_CORE_FAST_PATH_MAX_BYTES": "-1"})
+    assert env_settings({"NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES": "262144"}) == {
+        "eager_fast_path_max_bytes": 262144
+    }
+    with pytest.raises(ValueError, match="NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES"):
+        env_settings({"NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES": "-1"})
 
 
 def test_fast_path_is_left_to_the_path_table_by_default():
     from nccl_core_backend.options import make_options
 
     assert make_options(None, env={}).fast_path_max_bytes is None  # nccl_core_backend.paths
+    assert make_options(None, env={}).eager_fast_path_max_bytes is None
+    eager = make_options(None, env={"NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES": "4096"})
+    assert eager.eager_fast_path_max_bytes == 4096 and eager.fast_path_max_bytes is None
     off = make_options(None, env={"NCCL_CORE_FAST_PATH_MAX_BYTES": "0"})
     assert off.fast_path_max_bytes == 0
     off.fast_path_max_bytes = None  # back to the table

@@ -71,6 +71,17 @@ def test_options_override_the_table_for_every_operation():
     assert paths.path_of("all_reduce", 32 * MiB, 8, push_max_bytes=64 * MiB) == "push"
 
 
+def test_an_eager_limit_alone_keeps_the_captured_one():
+    eager = paths.for_world(2, eager_fast_path_max_bytes=64 * KiB)
+    assert set(eager["eager_fast_max_bytes"].values()) == {64 * KiB}
+    assert eager["fast_max_bytes"] == paths.for_world(2)["fast_max_bytes"]
+    assert paths.path_of("all_reduce", 64 * KiB, 2, eager_fast_path_max_bytes=64 * KiB) == "fast"
+    assert paths.path_of("all_reduce", 64 * KiB + 1, 2, eager_fast_path_max_bytes=64 * KiB) == "nccl"
+    # fast_path_max_bytes holds for both modes and wins over it
+    both = paths.for_world(2, fast_path_max_bytes=0, eager_fast_path_max_bytes=64 * KiB)
+    assert set(both["eager_fast_max_bytes"].values()) == {0}
+
+
 def test_bad_arguments():
     with pytest.raises(ValueError, match="world must be at least 1"):
         paths.for_world(0)

@@ -71,9 +71,10 @@ def free_port() -> int:
 
 # The suite's cases exercise the fast path in eager calls, where the path
 # table sends small calls to NCCL (csrc/nvlink/path_table.cpp): its earlier
-# eager default, unless the caller sets another.  The table's own choice is
-# tested by fast_path_by_mode_from_the_path_table and torch's suite.
-SUITE_FAST_PATH = {"NCCL_CORE_FAST_PATH_MAX_BYTES": str(256 << 10)}
+# eager default for groups that set no limit of their own, unless the caller
+# sets another.  The table's own choice is tested by
+# fast_path_by_mode_from_the_path_table and torch's suite.
+SUITE_FAST_PATH = {"NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES": str(256 << 10)}
 
 
 def env_for(extra: dict | None = None) -> dict:

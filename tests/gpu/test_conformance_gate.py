@@ -44,7 +44,7 @@ def _visible() -> list[str]:
 def _run(backend: str, devices: list[str], world: int, out: str, workers: str) -> subprocess.Popen:
     env = launch.env_for({  # NVLink multicast off, the repo on the path
         # torch's suite runs what users get: the path table, not the suite's limit
-        "NCCL_CORE_FAST_PATH_MAX_BYTES": os.environ.get("NCCL_CORE_FAST_PATH_MAX_BYTES"),
+        "NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES": os.environ.get("NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES"),
         "CONFORMANCE_BACKENDS": backend, "CONFORMANCE_WORLD": str(world),
         "CONFORMANCE_WORKERS": os.environ.get("NCCL_CORE_CONFORMANCE_WORKERS", workers),
         "CUDA_VISIBLE_DEVICES": ",".join(devices), "OUT": out})

@@ -337,8 +337,9 @@ def fast_path_plain_call_work_without_end_event(ctx):
 @case(nvlink=True, min_world=1)
 def fast_path_on_by_default_and_ordered_across_streams(ctx):
     """A group created with no options takes the fast path in eager calls up
-    to NCCL_CORE_FAST_PATH_MAX_BYTES (the GPU suite sets 256 KiB,
-    tests/gpu/launch.py) or, where unset, the path table's eager limit.  A
+    to NCCL_CORE_FAST_PATH_MAX_BYTES or NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES
+    (the GPU suite sets 256 KiB, tests/gpu/launch.py) or, where neither is
+    set, the path table's eager limit.  A
     plain `dist.all_reduce` runs on the caller's current stream: calls issued
     from three streams, with no host sync between them, still take turns on
     the scratch window, and each call sees the work queued before it on its
@@ -348,8 +349,10 @@ def fast_path_on_by_default_and_ordered_across_streams(ctx):
     from nccl_core_backend import paths
 
     w, r, d = ctx.world, ctx.rank, ctx.device
-    table = paths.for_world(w)["eager_fast_max_bytes"]["all_reduce"]
-    limit = int(os.environ.get("NCCL_CORE_FAST_PATH_MAX_BYTES", table))
+    env = {key: int(os.environ[var]) for key, var in (
+        ("fast_path_max_bytes", "NCCL_CORE_FAST_PATH_MAX_BYTES"),
+        ("eager_fast_path_max_bytes", "NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES")) if var in os.environ}
+    limit = paths.for_world(w, **env)["eager_fast_max_bytes"]["all_reduce"]
     g = dist.new_group(list(range(w)), backend="nccl_core")
     streams = [torch.cuda.Stream(device=d) for _ in range(3)]
     outs = []
@@ -376,7 +379,7 @@ def fast_path_on_by_default_and_ordered_across_streams(ctx):
 
 @case(nvlink=True, min_world=1)
 def fast_path_by_mode_from_the_path_table(ctx):
-    """With no option and no NCCL_CORE_FAST_PATH_MAX_BYTES, the path table
+    """With no option and no NCCL_CORE_*FAST_PATH_MAX_BYTES, the path table
     decides per mode (csrc/nvlink/path_table.cpp): at 2-4 ranks a small eager
     all_reduce goes to NCCL (the fast path's launch costs more host time than
     NCCL's whole call) yet sets the fast path up, and the same call captured
@@ -386,12 +389,12 @@ def fast_path_by_mode_from_the_path_table(ctx):
     from nccl_core_backend import paths
 
     w, r, d, n = ctx.world, ctx.rank, ctx.device, 1024
-    saved = os.environ.pop("NCCL_CORE_FAST_PATH_MAX_BYTES", None)
+    names = ("NCCL_CORE_FAST_PATH_MAX_BYTES", "NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES")
+    saved = {name: os.environ.pop(name) for name in names if name in os.environ}
     try:
         g = dist.new_group(list(range(w)), backend="nccl_core")
     finally:
-        if saved is not None:
-            os.environ["NCCL_CORE_FAST_PATH_MAX_BYTES"] = saved
+        os.environ.update(saved)
     eager = paths.path_of("all_reduce", 4 * n, w) == "fast"
     captured = paths.path_of("all_reduce", 4 * n, w, graph=True) == "fast"
     stream = torch.cuda.Stream(device=d)
