@@ -6,10 +6,10 @@ all_reduces by pushing into its peers' memory (the push); everything else,
 and every group without NVLink between all ranks, goes to NCCL.  Which sizes
 take which path depends on the world size, the operation, and whether the
 call is captured into a CUDA graph (there a call costs its kernel alone; an
-eager call also costs its host time, and there the fast path measured 12.3 µs
-a call against NCCL's 8.5, 5.2 µs of it launching our kernel): it comes from one table measured
-against backend ``nccl`` (``csrc/nvlink/path_table.cpp``), each row saying
-what run set it.  A group's options override the table for every operation,
+eager call also costs its host time, and there the fast path measured
+12.3 µs a call against NCCL's 8.5, 5.2 µs of it launching our kernel): it
+comes from one table measured against backend ``nccl``
+(``csrc/nvlink/path_table.cpp``), each row saying what run set it.  A group's options override the table for every operation,
 in both modes: ``nccl_core_backend.Options.fast_path_max_bytes``
 (``eager_fast_path_max_bytes`` for eager calls alone),
 ``push_min_bytes``, ``push_max_bytes`` (or ``NCCL_CORE_FAST_PATH_MAX_BYTES``,
@@ -89,7 +89,7 @@ def render() -> str:
         hi = row["max_world"]
         ranks = str(row["min_world"]) if hi == row["min_world"] else \
             f"{row['min_world']}+" if hi > 1 << 20 else f"{row['min_world']}-{hi}"
-        fast_text, eager_text = (_limits(row[key]) for key in ("fast_max_bytes", "eager_fast_max_bytes"))
+        fast_text, eager_text = _limits(row["fast_max_bytes"]), _limits(row["eager_fast_max_bytes"])
         push = (f"{_bytes(row['push_min_bytes'])} - {_bytes(row['push_max_bytes'])}"
                 if row["push_max_bytes"] else "off")
         lines.append(f"| {ranks} | {fast_text} | {eager_text} | {push} | {row['measured']} |")
