@@ -156,7 +156,7 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
                                         options_->push_min_bytes, options_->push_max_bytes,
                                         options_->push_ctas});
   if (paths.any()) {
-    fast_ = std::make_unique<nvlink::Engine>(paths);
+    fast_ = nvlink::engine_of(*comm, paths);  // the first asker's paths hold
   }
   device_ = device;
   comm_ = std::move(comm);
@@ -169,16 +169,8 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   if (options_->blocking_wait) {
     failures_->watchdog()->leave_timeouts_to_wait();
   }
-  if (fast_) {
-    failures_->watchdog()->follow(fast_->progress(), [this] { return options_->timeout; });
-    // NCCL's abort unmaps the scratch window: our kernels leave it first.
-    comm_->before_abort([progress = fast_->progress()] {
-      progress->stop_kernels(std::chrono::seconds(2));
-    });
-    // A user's close_all_resources() closes it too: our kernels leave first.
-    comm_->before_close([progress = fast_->progress(), timeout = options_->timeout] {
-      progress->wait_idle(timeout);
-    });
+  if (fast_) {  // its abort and close hooks are the engine's own (shared_engine.h)
+    failures_->watchdog()->follow(fast_->engine.progress(), [this] { return options_->timeout; });
   }
   if (!getBoundDeviceId()) {
     setBoundDeviceId(device);

@@ -35,7 +35,7 @@
 #include "backend/work.h"
 #include "comm/communicator.h"
 #include "failures/group_failures.h"
-#include "nvlink/engine.h"
+#include "nvlink/shared_engine.h"
 #include "tooling/completion_hooks.h"
 #include "tooling/profiling.h"
 
@@ -138,7 +138,7 @@ class Backend : public c10d::Backend {
   bool has_communicator() const { return comm_ != nullptr; }
   GroupFailures& failures() { return *failures_; }
   // Our NVLink kernels' engine (its paths and counters); null where no path is on.
-  const nvlink::Engine* fast_engine() const { return fast_.get(); }
+  const nvlink::Engine* fast_engine() const { return fast_ ? &fast_->engine : nullptr; }
   // new_group: non-members split with no color; members split `parent`.
   void perform_nocolor_split(std::optional<at::Device> device);
   void set_split_source(c10::intrusive_ptr<Backend> parent, int color);
@@ -163,7 +163,7 @@ class Backend : public c10d::Backend {
                         Work& work, const char* what);
   void destroy_redops();  // the PreMulSum ops, after the enqueue or the block
   // The fast path, or nullptr (off, or in a coalescing block NCCL groups).
-  nvlink::Engine* fast_path() const { return coalescing_ ? nullptr : fast_.get(); }
+  nvlink::Engine* fast_path() const { return coalescing_ || !fast_ ? nullptr : &fast_->engine; }
   // The push all-reduce where the call qualifies (nvlink/push.h); false: NCCL's.
   bool pushed(Communicator& c, const Buf& b, ncclRedOp_t op, cudaStream_t s);
   std::chrono::milliseconds timeout_of(std::chrono::milliseconds t) const;
@@ -175,7 +175,7 @@ class Backend : public c10d::Backend {
   std::shared_ptr<GroupInfo> info_;
   std::unique_ptr<CompletionHooks> hooks_;  // before failures_: its watchdog calls it
   std::unique_ptr<GroupFailures> failures_;
-  std::unique_ptr<nvlink::Engine> fast_;  // null unless fast path or push is on
+  std::shared_ptr<nvlink::SharedEngine> fast_;  // the communicator's; null if all paths are NCCL
   std::shared_ptr<Communicator> comm_;
   std::optional<c10::cuda::CUDAStream> stream_;
   std::unique_ptr<at::cuda::CUDAEvent> ready_event_;  // reused for stream sync

@@ -130,6 +130,9 @@ void OpSteps::arm_fast_path(Backend& b, OpCall& op, const CallOpts& call) {
   // call on the caller's stream relies on that report: no end event, and
   // the watchdog follows the group's progress instead of this work; not
   // with a timeout of its own or blocking wait.
+  if (b.fast_path() != nullptr) {
+    op.engine_lock = std::unique_lock<std::mutex>(b.fast_->mutex);
+  }
   op.reporter = op.capturing ? nullptr : b.fast_path();
   if (op.reporter != nullptr) {
     // Completion hooks and ephemeral timeouts need the watchdog to see the
@@ -146,10 +149,16 @@ void OpSteps::disarm_fast_path(OpCall& op) {
   if (op.reporter != nullptr) {
     op.reporter->take_ticket();  // disarm (a kernel it launched still reports)
   }
+  if (op.engine_lock.owns_lock()) {
+    op.engine_lock.unlock();
+  }
 }
 
 void OpSteps::record_call(Backend& b, OpCall& op) {
   op.ticket = op.reporter != nullptr ? op.reporter->take_ticket() : 0;
+  if (op.engine_lock.owns_lock()) {
+    op.engine_lock.unlock();
+  }
   static const std::shared_ptr<nvlink::Progress> kNoProgress;
   // A time estimate runs nothing (and may run on some ranks only): it is
   // not a call the others must match (call_check.h).

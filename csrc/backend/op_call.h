@@ -10,8 +10,8 @@
 //   order_streams    our stream after the caller's, when not on the caller's
 //   scan_for_nan     the NaN watch's scan or the strict check of what is sent
 //   keep_tensors     what the Work holds alive, and its outputs
-//   arm_fast_path    whether the fast path's kernel report tracks the op
-//   record_call      the ticket, the flight recorder's entry
+//   arm_fast_path    the engine's lock; whether its kernel report tracks the op
+//   record_call      the ticket (the lock ends), the flight recorder's entry
 //   finish_call      end event or kernel report, then the watchdog
 // The order is the discipline's (launch.h's opening comment); no step may
 // move without reading it.
@@ -22,6 +22,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 
 #include "backend/call_args.h"
@@ -62,6 +63,9 @@ struct OpCall {
   c10::ScalarType dtype = c10::ScalarType::Undefined;
   std::optional<profiling::CommsRecord> comms_record;  // open until the call returns
   c10::intrusive_ptr<Work> work;
+  // The communicator's engine is shared with raw calls from any thread: held
+  // from arming to the ticket (nvlink/shared_engine.h).
+  std::unique_lock<std::mutex> engine_lock;
   nvlink::Engine* reporter = nullptr;  // the fast path whose kernel reports, if any
   uint64_t ticket = 0;                 // of the call, once the fast path launched it
 };

@@ -194,6 +194,14 @@ class Communicator : public Abortable, public std::enable_shared_from_this<Commu
   // and closed like any other resource; nullptr when absent or closed.
   std::shared_ptr<Resource> attachment(const std::string& key) const;
   void attach(const std::string& key, std::shared_ptr<Resource> resource);
+  // Per-communicator objects of the layers above that live as long as it and
+  // are never closed (the nvlink engine, whose own windows are resources):
+  // the one under `key`, made by `make` at the first request.  `make` runs
+  // under the communicator's resource lock: it must not ask for resources.
+  std::shared_ptr<void> extension(const std::string& key,
+                                  const std::function<std::shared_ptr<void>()>& make);
+  // The one under `key`, or nullptr.
+  std::shared_ptr<void> extension(const std::string& key) const;
 
   void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
   std::chrono::milliseconds timeout() const { return timeout_; }
@@ -274,6 +282,8 @@ class Communicator : public Abortable, public std::enable_shared_from_this<Commu
   std::mutex before_abort_mutex_;
   std::vector<std::function<void()>> before_abort_;
   std::vector<std::function<void()>> before_close_;  // under before_abort_mutex_
+  // Last: they end first, while the communicator is whole.
+  std::unordered_map<std::string, std::shared_ptr<void>> extensions_;  // under resources_mutex_
 };
 
 } // namespace nccl_core

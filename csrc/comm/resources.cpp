@@ -329,6 +329,22 @@ std::shared_ptr<Resource> Communicator::attachment(const std::string& key) const
   return nullptr;
 }
 
+std::shared_ptr<void> Communicator::extension(
+    const std::string& key, const std::function<std::shared_ptr<void>()>& make) {
+  std::lock_guard<std::mutex> lock(resources_mutex_);
+  auto& slot = extensions_[key];
+  if (!slot) {
+    slot = make();
+  }
+  return slot;
+}
+
+std::shared_ptr<void> Communicator::extension(const std::string& key) const {
+  std::lock_guard<std::mutex> lock(resources_mutex_);
+  auto it = extensions_.find(key);
+  return it == extensions_.end() ? nullptr : it->second;
+}
+
 void Communicator::attach(const std::string& key, std::shared_ptr<Resource> resource) {
   {
     std::lock_guard<std::mutex> lock(resources_mutex_);

@@ -4,10 +4,11 @@
 
 #include <cstdlib>
 #include <mutex>
+#include <optional>
 
 #include "comm/communicator.h"
-#include "comm/resources.h"
 #include "nvlink/engine.h"
+#include "nvlink/shared_engine.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
 #include "util/checked.h"
@@ -17,12 +18,10 @@ namespace nccl_core::nvlink {
 
 namespace {
 
-constexpr const char* kKey = "fast.raw";
-
-size_t read_max_bytes() {
-  const char* v = std::getenv("NCCL_CORE_FAST_PATH_MAX_BYTES");
+std::optional<size_t> read_bytes(const char* name) {
+  const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') {
-    return 256 * 1024;
+    return std::nullopt;
   }
   char* end = nullptr;
   long long n = std::strtoll(v, &end, 10);
@@ -30,58 +29,17 @@ size_t read_max_bytes() {
   return end != nullptr && *end == '\0' && n > 0 ? static_cast<size_t>(n) : 0;
 }
 
-// Read once per process.
-size_t max_bytes() {
-  static const size_t bytes = read_max_bytes();
-  return bytes;
+// For a communicator no group made: the table, with the process's
+// variables (read once) for both modes or eager calls alone; no push.
+const PathOverrides& raw_overrides() {
+  static const PathOverrides overrides{read_bytes("NCCL_CORE_FAST_PATH_MAX_BYTES"),
+                                       read_bytes("NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES"),
+                                       std::nullopt, size_t(0)};
+  return overrides;
 }
 
-// The engine of one communicator's raw calls, owned by the communicator.
-class RawPath final : public Resource {
- public:
-  RawPath(const std::shared_ptr<Communicator>& comm, size_t max_bytes)
-      : Resource(comm, "FastPath"), engine(GroupPaths::uniform(max_bytes)) {}
-  std::mutex mutex;  // raw calls may come from several threads
-  Engine engine;
-
- private:
-  void release(Communicator&) override {}  // its window is a resource of its own
-};
-
-std::shared_ptr<RawPath> path_of(Communicator& c) {
-  if (auto p = c.attachment(kKey)) {
-    return std::static_pointer_cast<RawPath>(p);
-  }
-  static std::mutex creating;
-  std::lock_guard<std::mutex> lock(creating);
-  if (auto p = c.attachment(kKey)) {
-    return std::static_pointer_cast<RawPath>(p);
-  }
-  auto self = c.shared_from_this();
-  c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(c.device()));
-  auto path = std::make_shared<RawPath>(self, max_bytes());
-  // NCCL's abort unmaps the scratch window: our kernels leave it first; and
-  // finalize / destroy close it only once they have left.
-  std::weak_ptr<Progress> progress = path->engine.progress();
-  c.before_abort([progress] {
-    if (auto p = progress.lock()) {
-      p->stop_kernels(std::chrono::seconds(2));
-    }
-  });
-  std::weak_ptr<Communicator> owner = self;
-  c.before_close([progress, owner] {
-    auto p = progress.lock();
-    auto comm = owner.lock();
-    if (p && comm) {
-      p->wait_idle(comm->timeout());
-    }
-  });
-  c.attach(kKey, path);
-  return path;
-}
-
-// The call on `path`, whose mutex the caller holds.
-bool run(Communicator& c, RawPath& path, const Buffer& send, void* out, ncclRedOp_t op,
+// The call on `shared`, whose mutex the caller holds.
+bool run(Communicator& c, SharedEngine& shared, const Buffer& send, void* out, ncclRedOp_t op,
          cudaStream_t stream) {
   host_profile::Timer prof;
   c10::cuda::CUDAGuard on_device(static_cast<c10::DeviceIndex>(c.device()));
@@ -89,53 +47,62 @@ bool run(Communicator& c, RawPath& path, const Buffer& send, void* out, ncclRedO
   // Kernels launched outside capture report when they leave, so an abort
   // waits for them before NCCL unmaps the window (progress.h); the engine
   // draws no ticket for a call being captured.
-  path.engine.arm(false);
+  Engine& engine = shared.engine;
+  engine.arm(false);
   bool launched = false;
   try {
-    launched = path.engine.all_reduce(c, send.ptr, out, send.count, send.type, op, stream);
+    launched = engine.all_reduce(c, send.ptr, out, send.count, send.type, op, stream);
   } catch (...) {
-    path.engine.take_ticket();  // disarm
+    engine.take_ticket();  // disarm
     throw;
   }
-  path.engine.take_ticket();
+  engine.take_ticket();
   prof.mark(host_profile::kRawCall);
   return launched;
 }
 
-bool eligible(Communicator& c, const Buffer& send) {
-  return max_bytes() != 0 && checked::bytes(send.count, types::element_size(send.type), "sendbuf bytes") <= max_bytes() &&
-         c.is_live();
+// Whether `send` fits the largest call `shared` takes in either mode (the
+// engine decides the mode's limit).
+bool fits(const SharedEngine& shared, const Buffer& send) {
+  size_t limit = shared.engine.paths().largest_fast();
+  return limit != 0 &&
+         checked::bytes(send.count, types::element_size(send.type), "sendbuf bytes") <= limit;
 }
 
 }  // namespace
 
 bool raw_all_reduce(Communicator& c, const Buffer& send, void* out, ncclRedOp_t op,
                     cudaStream_t stream) {
-  if (!eligible(c, send)) {
+  if (!c.is_live()) {
     return false;
   }
-  auto path = path_of(c);
-  std::lock_guard<std::mutex> lock(path->mutex);
-  return run(c, *path, send, out, op, stream);
+  auto shared = engine_if_any(c);
+  if (!shared) {
+    shared = engine_of(c, paths_for(c.nranks(), raw_overrides()));
+  }
+  if (!fits(*shared, send)) {
+    return false;
+  }
+  std::lock_guard<std::mutex> lock(shared->mutex);
+  return run(c, *shared, send, out, op, stream);
 }
 
 bool raw_all_reduce_now(Communicator& c, const Buffer& send, void* out, ncclRedOp_t op,
                         cudaStream_t stream) {
-  auto p = c.attachment(kKey);
-  if (!p || !eligible(c, send)) {
+  auto shared = engine_if_any(c);
+  if (!shared || !c.is_live() || !fits(*shared, send)) {
     return false;
   }
-  auto path = std::static_pointer_cast<RawPath>(p);
-  std::unique_lock<std::mutex> lock(path->mutex, std::try_to_lock);
-  if (!lock.owns_lock() || !path->engine.is_set_up()) {
+  std::unique_lock<std::mutex> lock(shared->mutex, std::try_to_lock);
+  if (!lock.owns_lock() || !shared->engine.is_set_up()) {
     return false;  // busy, or its first call makes the window (collective)
   }
-  return run(c, *path, send, out, op, stream);
+  return run(c, *shared, send, out, op, stream);
 }
 
 uint64_t raw_fast_path_calls(Communicator& c) {
-  auto p = c.attachment(kKey);
-  return p ? std::static_pointer_cast<RawPath>(p)->engine.calls() : 0;
+  auto shared = engine_if_any(c);
+  return shared ? shared->engine.calls() : 0;
 }
 
 }  // namespace nccl_core::nvlink

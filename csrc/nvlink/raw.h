@@ -1,15 +1,15 @@
 // The fast path for the raw API: a small Communicator.allreduce (Python,
 // outside any group) runs as one fast-path kernel (kernels.h) instead of
-// ncclAllReduce, as dist.all_reduce does through the backend's engine.
-// NCCL's enqueue alone costs 8-13 µs of host time on the GPU hosts measured,
-// a kernel launch 3.4-4.3 (bench/NOTES.md §10).
+// ncclAllReduce, as dist.all_reduce does.
 //
-// Each communicator gets its own engine, attached to it at its first call
-// (comm/communicator.h: closed with its resources; the scratch window is
-// created at the first eligible call, a call every rank makes).  Eligibility
-// depends on the call's arguments and the communicator alone, as in
-// engine.h.  Calls up to NCCL_CORE_FAST_PATH_MAX_BYTES (default 256 KiB;
-// 0 = off), read once per process.
+// Both go through the communicator's one engine (shared_engine.h), and so
+// through its paths: a group's (its options and the path table) for the
+// communicator of a dist group, else the table with the process's
+// NCCL_CORE_FAST_PATH_MAX_BYTES (both modes) and
+// NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES (eager calls), read once.  The scratch
+// window is created at the first eligible call, a call every rank makes.
+// Eligibility depends on the call's arguments, whether it is captured, and
+// the communicator alone, as in engine.h.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -36,7 +36,8 @@ bool raw_all_reduce(Communicator& c, const Buffer& send, void* out, ncclRedOp_t 
 bool raw_all_reduce_now(Communicator& c, const Buffer& send, void* out, ncclRedOp_t op,
                         cudaStream_t stream);
 
-// Raw calls of `c` that took the fast path so far (tests: proof that it ran).
+// Calls of `c`'s engine that took the fast path so far, dist.* and raw alike
+// (tests: proof that it ran).
 uint64_t raw_fast_path_calls(Communicator& c);
 
 }  // namespace nccl_core::nvlink

@@ -116,8 +116,9 @@ void bind_raw_ops(py::module_& m) {
       cls, "allreduce", "sendbuf, recvbuf, op, *, stream=None",
       [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle op,
          py::handle stream) { all_reduce(c, sendbuf, recvbuf, op, stream); },
-      "ncclAllReduce of sendbuf into recvbuf (up to NCCL_CORE_FAST_PATH_MAX_BYTES, "
-      "default 256 KiB, one nccl_core kernel over NVLink where every rank is reachable).");
+      "ncclAllReduce of sendbuf into recvbuf; where every rank is reachable over NVLink, "
+      "a small call runs as one nccl_core kernel instead, as the communicator's paths say "
+      "(a group's, or the path table's: nccl_core_backend.paths).");
   fastcall::def(
       cls, "reduce", "sendbuf, recvbuf, op, root=None, *, stream=None",
       [](Communicator& c, py::handle sendbuf, py::handle recvbuf, py::handle op,

@@ -403,3 +403,45 @@ def raw_allreduce_fast_path(ctx):
               f"replayed raw in-place MAX {rep}")
     expect(0, "replays")
     del graph
+
+
+@case(nvlink=True, min_world=1)
+def raw_and_dist_calls_share_one_engine(ctx):
+    """A group's dist.all_reduce and raw Communicator.allreduce calls on its
+    communicator go through one fast-path engine (nvlink/shared_engine.h):
+    interleaved on two streams with no host sync, every result matches the
+    float64 reference, and the group's and the communicator's counters are
+    the same count (two engines would count apart)."""
+    w, r, d, n = ctx.world, ctx.rank, ctx.device, 1000
+    opts = nc.Options()
+    opts.fast_path_max_bytes = 64 << 10
+    opts.push_max_bytes = 0
+    g = dist.new_group(list(range(w)), backend="nccl_core", pg_options=opts)
+    dist.all_reduce(torch.ones(1, device=d), group=g)  # the communicator exists from here
+    comm, be = nc.get_communicator(g), g._get_backend(d)
+    base = be._fast_path_calls()
+    if comm._fast_path_calls() != base:
+        fail(f"counters apart before the calls: raw {comm._fast_path_calls()}, group {base}")
+    side = torch.cuda.Stream(device=d)
+    outs, refs = [], []
+    for i in range(60):
+        inputs = [make(ctx, q, torch.float32, n=n, salt=i) for q in range(w)]
+        x = inputs[r].to(d)
+        torch.cuda.current_stream(d).synchronize()  # x is ready on every stream
+        if i % 2 == 0:
+            with torch.cuda.stream(side):
+                dist.all_reduce(x, group=g)
+            outs.append(x)
+        else:
+            y = torch.empty_like(x)
+            comm.allreduce(x, y, nc.SUM, stream=side if i % 4 == 1 else None)
+            outs.append(y)
+        refs.append(reduce_ref(inputs, "SUM", torch.float32))
+    torch.cuda.synchronize(d)
+    for i, (o, ref) in enumerate(zip(outs, refs)):
+        check(o, ref, torch.float32, "SUM", w, f"call {i} ({'dist' if i % 2 == 0 else 'raw'})")
+    if be._fast_path_calls() - base != 60 or comm._fast_path_calls() - base != 60:
+        fail(f"fast-path calls: group {be._fast_path_calls() - base}, raw "
+             f"{comm._fast_path_calls() - base}, expected 60 on one engine")
+    dist.destroy_process_group(g)
+    sanity(ctx)
