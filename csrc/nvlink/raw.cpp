@@ -78,7 +78,11 @@ bool raw_all_reduce(Communicator& c, const Buffer& send, void* out, ncclRedOp_t 
   }
   auto shared = engine_if_any(c);
   if (!shared) {
-    shared = engine_of(c, paths_for(c.nranks(), raw_overrides()));
+    GroupPaths paths = paths_for(c.nranks(), raw_overrides());
+    if (paths.largest_fast() == 0) {
+      return false;  // no engine for a communicator whose every call goes to NCCL
+    }
+    shared = engine_of(c, paths);
   }
   if (!fits(*shared, send)) {
     return false;
