@@ -64,13 +64,6 @@ size_t GroupPaths::largest_fast() const {
                   *std::max_element(eager_fast_max_bytes.begin(), eager_fast_max_bytes.end()));
 }
 
-GroupPaths GroupPaths::uniform(size_t max_bytes) {
-  GroupPaths g;
-  g.fast_max_bytes = all(max_bytes);
-  g.eager_fast_max_bytes = all(max_bytes);
-  return g;
-}
-
 const PathRow& row_for(int world) {
   for (const auto& row : kTable) {
     if (world >= row.min_world && world <= row.max_world) {

@@ -55,9 +55,6 @@ struct GroupPaths {
   size_t eager_fast_max(Coll c) const { return eager_fast_max_bytes[static_cast<int>(c)]; }
   size_t largest_fast() const;  // what the scratch window holds (either mode)
   bool any() const { return largest_fast() > 0 || push.max_bytes > 0; }
-  // Every collective up to `max_bytes` in both modes, no push (the raw
-  // Communicator API).
-  static GroupPaths uniform(size_t max_bytes);
 };
 
 // What a group's options set; unset ones come from the table.
