@@ -1,5 +1,7 @@
 #include "nvlink/engine.h"
 
+#include <ATen/cuda/CUDAContext.h>
+
 #include "comm/communicator.h"
 #include "comm/resources.h"
 #include "nvlink/launcher.h"
@@ -73,6 +75,8 @@ void Engine::set_up(Communicator& comm, cudaStream_t stream) {
   s.half = half;
   s.nranks = comm.nranks();
   s.rank = comm.rank();
+  int multiprocessors = at::cuda::getDeviceProperties(comm.device())->multiProcessorCount;
+  s.max_blocks = multiprocessors < kMaxBlocks ? multiprocessors : kMaxBlocks;
   shared_ = s;
 }
 

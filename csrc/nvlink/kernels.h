@@ -41,10 +41,12 @@
 namespace nccl_core::nvlink {
 
 constexpr int kMaxRanks = 16;
-// Every call launches exactly this many blocks: the barrier counts blocks.
-constexpr int kBlocks = 16;
-// Window layout: barrier flags first, then two data halves.
-constexpr size_t kFlagBytes = sizeof(unsigned long long) * kMaxRanks * kBlocks;
+// A call launches up to this many blocks (blocks_for in kernels.cu: the
+// same number on every rank, from the call's size); the barrier counts them.
+constexpr int kMaxBlocks = 64;
+// Window layout: barrier flags first (one per rank and block), then two data
+// halves.
+constexpr size_t kFlagBytes = sizeof(unsigned long long) * kMaxRanks * kMaxBlocks;
 // A flag is (barrier count << kSigBits) | signature.
 constexpr int kSigBits = 16;
 constexpr unsigned long long kSigMask = (1ull << kSigBits) - 1;
@@ -107,6 +109,11 @@ struct Shared {
   size_t half;                 // bytes in each data half
   int nranks;
   int rank;
+  // The most blocks a call launches: kMaxBlocks, or the GPU's multiprocessor
+  // count where that is smaller, so that every block of a call is resident
+  // at once (the barrier waits for all of them).  NVLink peers are the same
+  // model, so every rank caps alike.
+  int max_blocks;
 };
 
 // out[j] = op over ranks r of rank r's input[src_offset + j], j < count,

@@ -20,16 +20,17 @@ const std::vector<PathRow> kTable = {
     {1, 1, all(256 * KiB), all(256 * KiB), 0, 0,
      "not measured at one rank: the fast path's earlier default (256 KiB for every "
      "operation, both modes); no push (nothing to push to)"},
-    {2, 2, all(256 * KiB), all(0), 2 * MiB, 16 * MiB,
-     "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, python -m nccl_core_backend.bench (per-call "
-     "events, back to back), fp32. Captured: 100 all_reduces in a graph, 8 B-256 KiB "
-     "0.19-0.40 (5.6-7.9 us a call against nccl's 17-30; 0.92-0.95 of torch's symm_mem "
-     "two-shot), 512 KiB 0.98, 1 MiB 1.02 (NCCL there), 28aaaff, 2026-11-27. Eager: the fast "
-     "path 1.13-1.45 (all_reduce) and 1.24-1.65 (broadcast) at 8 B-256 KiB (12.3 us a call, "
-     "of which 5.2 us host time launching the kernel, against nccl's 7.3-12.6 us), so NCCL "
-     "there. Push all_reduce (both modes) 512 KiB 1.37-1.41, 1 MiB 1.18-1.20 (NCCL there), "
-     "2 MiB 0.74, 4 MiB 0.87, 8 MiB 0.91, 16 MiB 0.94, 32 MiB 1.00 (NCCL from there), "
-     "b26a96d"},
+    {2, 2, {MiB, 256 * KiB, 256 * KiB, 256 * KiB, 256 * KiB}, all(0), 2 * MiB, 16 * MiB,
+     "Captured all_reduce: 100 in a CUDA graph, bf16, 2xH200 (NVLink), torch 2.11, NCCL "
+     "2.28.9, the grid by size (kernels.cu): 1 KiB-256 KiB 0.33-0.47, 512 KiB 0.43, 1 MiB "
+     "0.36 (5.8-11.2 us a call against nccl's 16-31), session 7, 2026-11-27; the other "
+     "operations keep 256 KiB (captured 8 B-256 KiB 0.19-0.40 on 4xH200, 28aaaff). Eager: "
+     "the fast path 1.13-1.45 (all_reduce) and 1.24-1.65 (broadcast) at 8 B-256 KiB on "
+     "4xH200 (12.3 us a call, of which 5.2 us host time launching the kernel, against "
+     "nccl's 7.3-12.6 us), so NCCL there (on a 2xH200 host whose nccl took 46 us a call the "
+     "fast path was 0.53-0.68: the host decides). Push all_reduce (both modes) 512 KiB "
+     "1.37-1.41, 1 MiB 1.18-1.20 (NCCL there), 2 MiB 0.74, 4 MiB 0.87, 8 MiB 0.91, 16 MiB "
+     "0.94, 32 MiB 1.00 (NCCL from there), b26a96d"},
     {3, 4, all(256 * KiB), all(0), 4 * MiB, 8 * MiB,
      "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, python -m nccl_core_backend.bench (per-call "
      "events, back to back), fp32, at 4 ranks (3 not measured: taken from 4). Captured: "

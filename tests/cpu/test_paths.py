@@ -36,7 +36,9 @@ def test_rows_cover_every_world_size_once_and_say_what_set_them():
     ("all_reduce", 8, 2, False, "nccl"),  # eager: the fast path measured 1.13-1.45
     ("broadcast", 256 * KiB, 2, False, "nccl"),  # eager: 1.24-1.65
     ("all_reduce", 1 * MiB, 2, False, "nccl"),  # 1 MiB measured 1.18-1.20 with the push
-    ("all_reduce", 1 * MiB, 2, True, "nccl"),
+    ("all_reduce", 1 * MiB, 2, True, "fast"),  # captured 1 MiB measured 0.36 with 64 blocks
+    ("all_reduce", 1 * MiB + 1, 2, True, "nccl"),
+    ("broadcast", 256 * KiB + 1, 2, True, "nccl"),  # the other ops keep 256 KiB captured
     ("all_reduce", 2 * MiB, 2, False, "push"),
     ("all_reduce", 16 * MiB, 2, True, "push"),
     ("all_reduce", 32 * MiB, 2, False, "nccl"),  # 32 MiB measured 1.00 with NCCL, 64 MiB 1.01 pushed
@@ -92,7 +94,8 @@ def test_bad_arguments():
 def test_render_and_the_bench_print_the_table():
     text = paths.render()
     assert text.count("\n") == len(paths.table()) + 1
-    assert "| 2 | 256 KiB, every op | off | 2 MiB - 16 MiB |" in text
+    assert ("| 2 | all_reduce 1 MiB, reduce_scatter_tensor 256 KiB, all_gather_into_tensor 256 KiB, "
+            "broadcast 256 KiB, all_to_all_single 256 KiB | off | 2 MiB - 16 MiB |") in text
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0", PYTHONPATH=ROOT)
     for module in ("nccl_core_backend.paths", "nccl_core_backend.bench"):
         argv = [sys.executable, "-m", module] + (["--paths"] if module.endswith("bench") else [])

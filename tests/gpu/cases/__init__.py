@@ -14,6 +14,7 @@ from tests.gpu.cases import (  # noqa: F401
     reliability,
     device,
     fast,
+    fast_grid,
     push,
     push_slot_reuse,
     hazards,
