@@ -43,7 +43,7 @@ namespace nccl_core::nvlink {
 constexpr int kMaxRanks = 16;
 // A call launches up to this many blocks (blocks_for in kernels.cu: the
 // same number on every rank, from the call's size); the barrier counts them.
-constexpr int kMaxBlocks = 64;
+constexpr int kMaxBlocks = 32;
 // Window layout: barrier flags first (one per rank and block), then two data
 // halves.
 constexpr size_t kFlagBytes = sizeof(unsigned long long) * kMaxRanks * kMaxBlocks;

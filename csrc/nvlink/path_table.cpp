@@ -21,21 +21,24 @@ const std::vector<PathRow> kTable = {
      "not measured at one rank: the fast path's earlier default (256 KiB for every "
      "operation, both modes); no push (nothing to push to)"},
     {2, 2, {MiB, 256 * KiB, 256 * KiB, 256 * KiB, 256 * KiB}, all(0), 2 * MiB, 16 * MiB,
-     "Captured all_reduce: 100 in a CUDA graph, bf16, 2xH200 (NVLink), torch 2.11, NCCL "
-     "2.28.9, the grid by size (kernels.cu): 1 KiB-256 KiB 0.33-0.47, 512 KiB 0.43, 1 MiB "
-     "0.36 (5.8-11.2 us a call against nccl's 16-31), session 7, 2026-11-27; the other "
-     "operations keep 256 KiB (captured 8 B-256 KiB 0.19-0.40 on 4xH200, 28aaaff). Eager: "
-     "the fast path 1.13-1.45 (all_reduce) and 1.24-1.65 (broadcast) at 8 B-256 KiB on "
-     "4xH200 (12.3 us a call, of which 5.2 us host time launching the kernel, against "
-     "nccl's 7.3-12.6 us), so NCCL there (on a 2xH200 host whose nccl took 46 us a call the "
-     "fast path was 0.53-0.68: the host decides). Push all_reduce (both modes) 512 KiB "
-     "1.37-1.41, 1 MiB 1.18-1.20 (NCCL there), 2 MiB 0.74, 4 MiB 0.87, 8 MiB 0.91, 16 MiB "
-     "0.94, 32 MiB 1.00 (NCCL from there), b26a96d"},
-    {3, 4, all(256 * KiB), all(0), 4 * MiB, 8 * MiB,
+     "Captured all_reduce: 100 bf16 calls in a CUDA graph, 2 and 4xH200 (NVLink), torch "
+     "2.11, NCCL 2.28.9, the grid by size (kernels.cu): 64 KiB-256 KiB 0.40-0.45, 512 KiB "
+     "0.40-0.48, 1 MiB 0.45-0.46 (6.9-13.7 us a call against nccl's 16-30), session 7, "
+     "2026-11-27; the other operations keep 256 KiB (captured 8 B-256 KiB 0.19-0.40 on "
+     "4xH200, 28aaaff). Eager: the fast path 1.13-1.45 (all_reduce) and 1.24-1.65 "
+     "(broadcast) at 8 B-256 KiB on 4xH200 (12.3 us a call, of which 5.2 us host time "
+     "launching the kernel, against nccl's 7.3-12.6 us), so NCCL there (on a 2xH200 host "
+     "whose nccl took 46 us a call the fast path was 0.53-0.68: the host decides). Push "
+     "all_reduce (both modes) 512 KiB 1.37-1.41, 1 MiB 1.18-1.20 (NCCL there), 2 MiB 0.74, "
+     "4 MiB 0.87, 8 MiB 0.91, 16 MiB 0.94, 32 MiB 1.00 (NCCL from there), b26a96d"},
+    {3, 4, {MiB, 256 * KiB, 256 * KiB, 256 * KiB, 256 * KiB}, all(0), 4 * MiB, 8 * MiB,
      "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, python -m nccl_core_backend.bench (per-call "
-     "events, back to back), fp32, at 4 ranks (3 not measured: taken from 4). Captured: "
-     "all_reduce in a graph 1 KiB-4 MiB 0.41-0.58 (df2ed55). Eager: the fast path 1.06-1.77 "
-     "at every op 8 B-256 KiB (b26a96d; the host's launch as at 2 ranks), so NCCL there. Push "
+     "events, back to back), at 4 ranks (3 not measured: taken from 4). Captured all_reduce, "
+     "100 bf16 calls in a graph: 64 KiB-256 KiB 0.37-0.49 (9.2-11.3 us a call), 512 KiB "
+     "0.52 and 1 MiB 0.59 on the fast path (15.9 / 22.7 us against 30.6 / 38.4; NCCL "
+     "there before: 0.93-1.03), session 7, 2026-11-27; the other operations keep 256 KiB "
+     "(all_reduce 1 KiB-4 MiB 0.41-0.58, df2ed55). Eager: the fast path 1.06-1.77 at every "
+     "op 8 B-256 KiB (b26a96d; the host's launch as at 2 ranks), so NCCL there. Push "
      "all_reduce 512 KiB 1.44-1.48, 1 MiB 1.23-1.27, 2 MiB 1.03-1.05 (NCCL there), 4 MiB "
      "0.91, 8 MiB 0.97, 16 MiB 1.10 (df2ed55; NCCL from there), b26a96d"},
     {5, INT_MAX, all(256 * KiB), all(0), 0, 0,
