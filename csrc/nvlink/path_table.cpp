@@ -22,7 +22,7 @@ const std::vector<PathRow> kTable = {
      "operation, both modes); no push (nothing to push to)"},
     {2, 2, {MiB, 256 * KiB, 256 * KiB, 256 * KiB, 256 * KiB}, all(0), 2 * MiB, 16 * MiB,
      "Captured all_reduce: 100 bf16 calls in a CUDA graph, 2 and 4xH200 (NVLink), torch "
-     "2.11, NCCL 2.28.9, the grid by size (kernels.cu): 64 KiB-256 KiB 0.40-0.45, 512 KiB "
+     "2.11, NCCL 2.28.9, the grid by size (kernels.cu): 64 KiB-256 KiB 0.39-0.43, 512 KiB "
      "0.40-0.48, 1 MiB 0.45-0.46 (6.9-13.7 us a call against nccl's 16-30), session 7, "
      "2026-11-27; the other operations keep 256 KiB (captured 8 B-256 KiB 0.19-0.40 on "
      "4xH200, 28aaaff). Eager: the fast path 1.13-1.45 (all_reduce) and 1.24-1.65 "
@@ -34,7 +34,7 @@ const std::vector<PathRow> kTable = {
     {3, 4, {MiB, 256 * KiB, 256 * KiB, 256 * KiB, 256 * KiB}, all(0), 4 * MiB, 8 * MiB,
      "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, python -m nccl_core_backend.bench (per-call "
      "events, back to back), at 4 ranks (3 not measured: taken from 4). Captured all_reduce, "
-     "100 bf16 calls in a graph: 64 KiB-256 KiB 0.37-0.49 (9.2-11.3 us a call), 512 KiB "
+     "100 bf16 calls in a graph: 64 KiB-256 KiB 0.37-0.50 (9.2-11.3 us a call), 512 KiB "
      "0.52 and 1 MiB 0.59 on the fast path (15.9 / 22.7 us against 30.6 / 38.4; NCCL "
      "there before: 0.93-1.03), session 7, 2026-11-27; the other operations keep 256 KiB "
      "(all_reduce 1 KiB-4 MiB 0.41-0.58, df2ed55). Eager: the fast path 1.06-1.77 at every "
