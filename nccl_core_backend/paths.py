@@ -9,8 +9,9 @@ call is captured into a CUDA graph (there a call costs its kernel alone; an
 eager call also costs its host time, and there the fast path measured
 12.3 µs a call against NCCL's 8.5, 5.2 µs of it launching our kernel): it
 comes from one table measured against backend ``nccl``
-(``csrc/nvlink/path_table.cpp``), each row saying what run set it.  A group's options override the table for every operation,
-in both modes: ``nccl_core_backend.Options.fast_path_max_bytes``
+(``csrc/nvlink/path_table.cpp``), each row saying what run set it.  A
+group's options override the table for every operation, in both modes:
+``nccl_core_backend.Options.fast_path_max_bytes``
 (``eager_fast_path_max_bytes`` for eager calls alone),
 ``push_min_bytes``, ``push_max_bytes`` (or ``NCCL_CORE_FAST_PATH_MAX_BYTES``,
 ``NCCL_CORE_PUSH_MIN_BYTES``, ``NCCL_CORE_PUSH_MAX_BYTES``,
@@ -38,8 +39,9 @@ def table() -> list[dict]:
     return _C._path_table()
 
 
-def for_world(world: int, fast_path_max_bytes: int | None = None, push_min_bytes: int | None = None,
-              push_max_bytes: int | None = None, eager_fast_path_max_bytes: int | None = None) -> dict:
+def for_world(world: int, fast_path_max_bytes: int | None = None,
+              push_min_bytes: int | None = None, push_max_bytes: int | None = None,
+              eager_fast_path_max_bytes: int | None = None) -> dict:
     """What a group of ``world`` ranks chooses, given these options (None: the
     table's).  ValueError for a world below 1."""
     from nccl_core_backend import _C

@@ -302,9 +302,9 @@ void launch_copy(const Shared& s, const void* in, size_t in_bytes, void* out, si
                  size_t src_offset, int first, int npeers, const CallTag& tag, cudaStream_t stream) {
   // Equal on every rank (a broadcast's root stages, the others read).
   size_t moved = bytes * static_cast<size_t>(npeers > 1 ? npeers : 1);
-  launch_kernel<copy_kernel>(blocks_for(s, moved), kThreads, stream, s, static_cast<const char*>(in),
-                             in_bytes, static_cast<char*>(out), bytes, src_offset, first, npeers,
-                             tag);
+  launch_kernel<copy_kernel>(blocks_for(s, moved), kThreads, stream, s,
+                             static_cast<const char*>(in), in_bytes, static_cast<char*>(out),
+                             bytes, src_offset, first, npeers, tag);
 }
 
 }  // namespace nccl_core::nvlink

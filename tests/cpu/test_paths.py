@@ -52,8 +52,8 @@ def test_rows_cover_every_world_size_once_and_say_what_set_them():
     ("all_reduce", 1 * MiB, 8, False, "nccl"),  # not measured beyond 4 ranks: no push
     ("all_reduce", 64 * KiB, 8, True, "fast"),
     ("all_reduce", 64 * KiB, 8, False, "nccl"),
-    ("all_reduce", 64 * KiB, 1, False, "fast"),
-    ("all_reduce", 512 * KiB, 8, True, "nccl"),  # beyond 4 ranks: 256 KiB, not measured  # one rank: not measured, both modes as before
+    ("all_reduce", 64 * KiB, 1, False, "fast"),  # one rank: not measured, both modes as before
+    ("all_reduce", 512 * KiB, 8, True, "nccl"),  # beyond 4 ranks: 256 KiB, not measured
     ("broadcast", 1 * MiB, 2, True, "nccl"),  # the push is an all_reduce
     ("all_gather_into_tensor", 256 * KiB, 4, True, "fast"),
     ("all_gather_into_tensor", 256 * KiB, 4, False, "nccl"),
