@@ -72,6 +72,7 @@ class Options(Backend.Options):
     push_min_bytes: int | None
     push_max_bytes: int | None
     push_ctas: int
+    two_shot_min_bytes: int | None  # None: the path table's
     register_allocator_segments: bool
     cga_cluster_size: int
     min_ctas: int

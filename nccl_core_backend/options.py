@@ -138,6 +138,9 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
         value = _nonnegative_int(env, "NCCL_CORE_" + key.upper())
         if value is not None:
             out[key] = value
+    two_shot = _nonnegative_int(env, "NCCL_CORE_TWO_SHOT_MIN_BYTES")
+    if two_shot is not None:
+        out["two_shot_min_bytes"] = two_shot
     ctas = _positive_int(env, "NCCL_CORE_PUSH_CTAS")
     if ctas is not None:
         out["push_ctas"] = ctas

@@ -13,9 +13,10 @@ comes from one table measured against backend ``nccl``
 group's options override the table for every operation, in both modes:
 ``nccl_core_backend.Options.fast_path_max_bytes``
 (``eager_fast_path_max_bytes`` for eager calls alone),
-``push_min_bytes``, ``push_max_bytes`` (or ``NCCL_CORE_FAST_PATH_MAX_BYTES``,
-``NCCL_CORE_PUSH_MIN_BYTES``, ``NCCL_CORE_PUSH_MAX_BYTES``,
-``NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES``).
+``push_min_bytes``, ``push_max_bytes``, ``two_shot_min_bytes`` (or
+``NCCL_CORE_FAST_PATH_MAX_BYTES``, ``NCCL_CORE_PUSH_MIN_BYTES``,
+``NCCL_CORE_PUSH_MAX_BYTES``, ``NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES``,
+``NCCL_CORE_TWO_SHOT_MIN_BYTES``).
 
     python -m nccl_core_backend.paths          # the table, as text
 """
@@ -32,8 +33,9 @@ def table() -> list[dict]:
     """Rows of the table: ``min_world``, ``max_world``, ``fast_max_bytes`` (per
     operation, the largest input the fast path takes in a captured call; 0:
     none), ``eager_fast_max_bytes`` (the same for eager calls),
-    ``push_min_bytes``/``push_max_bytes`` (all_reduce; max 0: no push) and
-    ``measured``."""
+    ``push_min_bytes``/``push_max_bytes`` (all_reduce; max 0: no push),
+    ``two_shot_min_bytes`` (a fast-path all_reduce of this size or more takes
+    two shots; 0: never) and ``measured``."""
     from nccl_core_backend import _C
 
     return _C._path_table()
@@ -41,13 +43,14 @@ def table() -> list[dict]:
 
 def for_world(world: int, fast_path_max_bytes: int | None = None,
               push_min_bytes: int | None = None, push_max_bytes: int | None = None,
-              eager_fast_path_max_bytes: int | None = None) -> dict:
+              eager_fast_path_max_bytes: int | None = None,
+              two_shot_min_bytes: int | None = None) -> dict:
     """What a group of ``world`` ranks chooses, given these options (None: the
     table's).  ValueError for a world below 1."""
     from nccl_core_backend import _C
 
     return _C._paths_for(world, fast_path_max_bytes, push_min_bytes, push_max_bytes,
-                         eager_fast_path_max_bytes)
+                         eager_fast_path_max_bytes, two_shot_min_bytes)
 
 
 def path_of(op: str, input_bytes: int, world: int, graph: bool = False, **options) -> str:
@@ -85,8 +88,8 @@ def _limits(per_op: dict) -> str:
 def render() -> str:
     """The table as markdown."""
     lines = ["| ranks | fast path up to (input bytes per rank): captured | eager | push all_reduce "
-             "| measured |",
-             "|---|---|---|---|---|"]
+             "| two shots from | measured |",
+             "|---|---|---|---|---|---|"]
     for row in table():
         hi = row["max_world"]
         ranks = str(row["min_world"]) if hi == row["min_world"] else \
@@ -94,7 +97,9 @@ def render() -> str:
         fast_text, eager_text = _limits(row["fast_max_bytes"]), _limits(row["eager_fast_max_bytes"])
         push = (f"{_bytes(row['push_min_bytes'])} - {_bytes(row['push_max_bytes'])}"
                 if row["push_max_bytes"] else "off")
-        lines.append(f"| {ranks} | {fast_text} | {eager_text} | {push} | {row['measured']} |")
+        two_shot = _bytes(row["two_shot_min_bytes"]) if row["two_shot_min_bytes"] else "never"
+        lines.append(f"| {ranks} | {fast_text} | {eager_text} | {push} | {two_shot} "
+                     f"| {row['measured']} |")
     return "\n".join(lines)
 
 

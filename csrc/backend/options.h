@@ -79,6 +79,10 @@ struct GroupOptions : c10d::Backend::Options {
   std::optional<size_t> push_max_bytes;
   // Blocks (SMs) a push all_reduce runs on, at most (1..128).
   int push_ctas = 32;
+  // Fast-path all_reduces from this many bytes on take two shots (each rank
+  // reduces one chunk and stores it into its peers' copies); 0 = never;
+  // unset: the path table's.
+  std::optional<size_t> two_shot_min_bytes;
   // TORCH_NCCL_ENABLE_TIMING: ops are timed for work._get_duration() and the
   // completion hooks (op_timing.h).
   bool enable_timing = false;

@@ -235,7 +235,7 @@ bool Engine::all_reduce(Communicator& comm, const void* in, void* out, size_t co
     return false;
   }
   prof.mark(host_profile::kReady);
-  bool ok = launch_reduce(shared_, in, count, out, count, 0, type, op,
+  bool ok = launch_reduce(shared_, in, count, out, count, 0, type, op, paths_.two_shot_min_bytes,
                           tag(1, type, op, count, 0), stream);
   prof.mark(host_profile::kLaunch);
   settle(ok);
@@ -267,7 +267,7 @@ bool Engine::reduce_scatter(Communicator& comm, const void* in, void* out, size_
     return false;
   }
   return settle(launch_reduce(shared_, in, n * count, out, count, comm.rank() * count, type, op,
-                              tag(2, type, op, count, 0), stream));
+                              0, tag(2, type, op, count, 0), stream));
 }
 
 bool Engine::all_gather(Communicator& comm, const void* in, void* out, size_t bytes,

@@ -135,14 +135,16 @@ __device__ bool barrier(const Shared& s, BlockState& st, const CallTag& tag) {
 }
 
 // out[i] = op over ranks of their staged element src_offset + i, for i in
-// [lo, hi) (Vec: 16-byte packs instead of elements).
-template <class T, int Op, bool Vec>
+// [lo, hi) (Vec: 16-byte packs instead of elements).  ToPeers: the result
+// also goes to element i of every peer's staged copy (the two-shot's
+// exchange; src_offset 0).
+template <class T, int Op, bool Vec, bool ToPeers>
 __device__ void reduce_range(const Shared& s, const BlockState& st, size_t src_offset, T* out,
                              size_t lo, size_t hi, typename Acc<T>::type scale) {
   using A = typename Acc<T>::type;
-  const T* src[kMaxRanks];
+  T* src[kMaxRanks];
   for (int p = 0; p < s.nranks; ++p) {
-    src[p] = reinterpret_cast<const T*>(half_of(s, p, st)) + src_offset;
+    src[p] = reinterpret_cast<T*>(half_of(s, p, st)) + src_offset;
   }
   size_t first = lo + static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
@@ -159,21 +161,37 @@ __device__ void reduce_range(const Shared& s, const BlockState& st, size_t src_o
       }
       for (int k = 0; k < V; ++k) pk.v[k] = from_acc<T>(Op == ncclAvg ? acc[k] * scale : acc[k]);
       reinterpret_cast<uint4*>(out)[i] = pk.raw;
+      if constexpr (ToPeers) {
+        for (int p = 0; p < s.nranks; ++p) {
+          if (p != s.rank) reinterpret_cast<uint4*>(src[p])[i] = pk.raw;
+        }
+      }
     }
   } else {
     for (size_t i = first; i < hi; i += stride) {
       A acc = to_acc(src[0][i]);
       for (int p = 1; p < s.nranks; ++p) acc = combine<Op>(acc, to_acc(src[p][i]));
-      out[i] = from_acc<T>(Op == ncclAvg ? acc * scale : acc);
+      T v = from_acc<T>(Op == ncclAvg ? acc * scale : acc);
+      out[i] = v;
+      if constexpr (ToPeers) {
+        for (int p = 0; p < s.nranks; ++p) {
+          if (p != s.rank) src[p][i] = v;
+        }
+      }
     }
   }
 }
 
 // One shot: every rank reduces all `count` outputs from every peer.
 // Two shot (all_reduce only, src_offset 0): rank r reduces its chunk of
-// `chunk` units in place in its own half, crosses a second barrier, then
-// copies every rank's reduced chunk: each byte crosses NVLink twice instead
-// of nranks - 1 times, which wins for larger calls.
+// `chunk` units from every rank's staged copy, writes the result to its
+// output and stores it into every peer's copy at the same place, crosses a
+// second barrier, then copies the other chunks out of its own copy.  A byte
+// is loaded over NVLink once and stored once, instead of loaded nranks - 1
+// times, which wins for larger calls.  The halves stay safe: between the two
+// barriers chunk r of every copy is read and written by rank r alone, and a
+// rank stages into a half again only after a barrier every peer reached
+// once done with it.
 template <class T, int Op, bool Vec>
 __global__ void __launch_bounds__(kThreads)
     reduce_kernel(Shared s, const char* in, size_t in_bytes, T* out, size_t count,
@@ -191,14 +209,13 @@ __global__ void __launch_bounds__(kThreads)
   size_t units = Vec ? count / (16 / sizeof(T)) : count;
   if (chunk == 0) {
     if (!st.mismatch) {
-      reduce_range<T, Op, Vec>(s, st, src_offset, out, 0, units, scale);
+      reduce_range<T, Op, Vec, false>(s, st, src_offset, out, 0, units, scale);
     }
   } else {
     size_t lo = smin(units, s.rank * chunk);
     size_t hi = smin(units, lo + chunk);
-    T* mine = reinterpret_cast<T*>(half_of(s, s.rank, st));
     if (!st.mismatch) {
-      reduce_range<T, Op, Vec>(s, st, 0, mine, lo, hi, scale);
+      reduce_range<T, Op, Vec, true>(s, st, 0, out, lo, hi, scale);
     }
     // Crossed even after a mismatch: peers that did not see it wait here.
     if (!barrier(s, st, tag)) {
@@ -206,11 +223,15 @@ __global__ void __launch_bounds__(kThreads)
       return;
     }
     size_t unit_bytes = Vec ? 16 : sizeof(T);
+    const char* mine = half_of(s, s.rank, st);
     for (int p = 0; p < s.nranks && !st.mismatch; ++p) {
+      if (p == s.rank) {
+        continue;  // written by the reduction
+      }
       size_t plo = smin(units, p * chunk);
       size_t phi = smin(units, plo + chunk);
-      copy_bytes(reinterpret_cast<char*>(out) + plo * unit_bytes,
-                 half_of(s, p, st) + plo * unit_bytes, (phi - plo) * unit_bytes);
+      copy_bytes(reinterpret_cast<char*>(out) + plo * unit_bytes, mine + plo * unit_bytes,
+                 (phi - plo) * unit_bytes);
     }
   }
   leave(s, st, true, tag.ticket);
@@ -253,16 +274,11 @@ unsigned blocks_for(const Shared& s, size_t bytes) {
   return static_cast<unsigned>(blocks < s.max_blocks ? blocks : s.max_blocks);
 }
 
-// All-reduces from this size on, over more than two ranks, take two shots: one
-// extra barrier (~2-3 µs) against reading (nranks - 1) / nranks of the data
-// twice instead of nranks - 1 times; the crossover on NVLink is near 0.5 MiB.
-constexpr size_t kTwoShotBytes = size_t(1) << 20;
-
 }  // namespace
 
 bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, size_t count,
-                   size_t src_offset, ncclDataType_t type, int op, const CallTag& tag,
-                   cudaStream_t stream) {
+                   size_t src_offset, ncclDataType_t type, int op, size_t two_shot_min_bytes,
+                   const CallTag& tag, cudaStream_t stream) {
   bool launched = false;
   visit_type(type, [&](auto tt) {
     using T = typename decltype(tt)::type;
@@ -276,7 +292,8 @@ bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, 
     constexpr size_t V = 16 / sizeof(T);
     bool all_reduce = src_offset == 0 && in_count == count;
     size_t chunk_elems = 0;
-    if (all_reduce && s.nranks > 2 && count * sizeof(T) >= kTwoShotBytes) {
+    if (all_reduce && s.nranks > 1 && two_shot_min_bytes > 0 &&
+        count * sizeof(T) >= two_shot_min_bytes) {
       chunk_elems = ((count + s.nranks - 1) / s.nranks + V - 1) / V * V;
     }
     size_t chunk = vec ? chunk_elems / V : chunk_elems;

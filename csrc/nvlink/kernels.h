@@ -6,9 +6,10 @@
 // read (and reduce) what the call needs from the peers' copies.  Inputs go to
 // one of two halves of the window, alternating per call, so one barrier is
 // enough: a rank writes half h again only two calls later, after a barrier
-// that every peer reached once done reading half h.  Larger all-reduces over
-// more than two ranks take two shots (each rank reduces one chunk in place,
-// a second barrier, then everyone copies the reduced chunks).
+// that every peer reached once done reading half h.  Larger all-reduces may
+// take two shots (the path table says from which size): each rank reduces
+// one chunk and stores it into every peer's copy, a second barrier, then
+// every rank copies the chunks out of its own copy.
 //
 // The kernels use plain peer pointers (no ncclDevComm), so they run on any
 // NCCL that gives window pointers.  The barrier polls the communicator's
@@ -121,13 +122,15 @@ struct Shared {
 //   all_reduce:     in_count = count,          src_offset = 0
 //   reduce_scatter: in_count = count * nranks, src_offset = rank * count
 // op: ncclSum, ncclProd, ncclMax, ncclMin, ncclAvg (floating types).
+// An all_reduce of two_shot_min_bytes or more (0: never) takes two shots
+// (every rank reduces one chunk and stores it into its peers' copies).
 // False (nothing launched) for a type or op the kernels do not cover.
 // The tag's ticket is stored in s.done once every block of the call has
 // left, whether the call completed, was stopped by an abort, or found a
 // mismatched peer.
 bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, size_t count,
-                   size_t src_offset, ncclDataType_t type, int op, const CallTag& tag,
-                   cudaStream_t stream);
+                   size_t src_offset, ncclDataType_t type, int op, size_t two_shot_min_bytes,
+                   const CallTag& tag, cudaStream_t stream);
 
 // For peers p in [first, first + npeers): out[(p - first) * bytes + j] =
 // rank p's staged input at byte src_offset + j, j < bytes, after every rank

@@ -17,10 +17,10 @@ constexpr std::array<size_t, kColls> all(size_t bytes) { return {bytes, bytes, b
 // (python -m nccl_core_backend.bench; below 1 is faster).  Rows not yet
 // measured keep the settings from before the table, and say so.
 const std::vector<PathRow> kTable = {
-    {1, 1, all(256 * KiB), all(256 * KiB), 0, 0,
+    {1, 1, all(256 * KiB), all(256 * KiB), 0, 0, 0,
      "not measured at one rank: the fast path's earlier default (256 KiB for every "
-     "operation, both modes); no push (nothing to push to)"},
-    {2, 2, {MiB, 256 * KiB, 256 * KiB, 256 * KiB, 256 * KiB}, all(0), 2 * MiB, 16 * MiB,
+     "operation, both modes); no push (nothing to push to), no two shots (no peers)"},
+    {2, 2, {MiB, 256 * KiB, 256 * KiB, 256 * KiB, 256 * KiB}, all(0), 2 * MiB, 16 * MiB, 0,
      "Captured all_reduce: 100 bf16 calls in a CUDA graph, 2 and 4xH200 (NVLink), torch "
      "2.11, NCCL 2.28.9, the grid by size (kernels.cu): 64 KiB-256 KiB 0.39-0.43, 512 KiB "
      "0.40-0.48, 1 MiB 0.45-0.46 (6.9-13.7 us a call against nccl's 16-30), session 7, "
@@ -30,8 +30,9 @@ const std::vector<PathRow> kTable = {
      "launching the kernel, against nccl's 7.3-12.6 us), so NCCL there (on a 2xH200 host "
      "whose nccl took 46 us a call the fast path was 0.53-0.68: the host decides). Push "
      "all_reduce (both modes) 512 KiB 1.37-1.41, 1 MiB 1.18-1.20 (NCCL there), 2 MiB 0.74, "
-     "4 MiB 0.87, 8 MiB 0.91, 16 MiB 0.94, 32 MiB 1.00 (NCCL from there), b26a96d"},
-    {3, 4, {MiB, 256 * KiB, 256 * KiB, 256 * KiB, 256 * KiB}, all(0), 4 * MiB, 8 * MiB,
+     "4 MiB 0.87, 8 MiB 0.91, 16 MiB 0.94, 32 MiB 1.00 (NCCL from there), b26a96d. One "
+     "shot at every size: the two-shot that stores is not measured at 2 ranks yet"},
+    {3, 4, {MiB, 256 * KiB, 256 * KiB, 256 * KiB, 256 * KiB}, all(0), 4 * MiB, 8 * MiB, MiB,
      "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, python -m nccl_core_backend.bench (per-call "
      "events, back to back), at 4 ranks (3 not measured: taken from 4). Captured all_reduce, "
      "100 bf16 calls in a graph: 64 KiB-256 KiB 0.37-0.50 (9.2-11.3 us a call), 512 KiB "
@@ -40,12 +41,14 @@ const std::vector<PathRow> kTable = {
      "(all_reduce 1 KiB-4 MiB 0.41-0.58, df2ed55). Eager: the fast path 1.06-1.77 at every "
      "op 8 B-256 KiB (b26a96d; the host's launch as at 2 ranks), so NCCL there. Push "
      "all_reduce 512 KiB 1.44-1.48, 1 MiB 1.23-1.27, 2 MiB 1.03-1.05 (NCCL there), 4 MiB "
-     "0.91, 8 MiB 0.97, 16 MiB 1.10 (df2ed55; NCCL from there), b26a96d"},
-    {5, INT_MAX, all(256 * KiB), all(0), 0, 0,
+     "0.91, 8 MiB 0.97, 16 MiB 1.10 (df2ed55; NCCL from there), b26a96d. Two shots from "
+     "1 MiB: the crossover of the earlier two-shot, which loaded every chunk twice (the one "
+     "that stores is not measured yet)"},
+    {5, INT_MAX, all(256 * KiB), all(0), 0, 0, MiB,
      "not measured beyond 4 ranks: captured calls keep the fast path's earlier default (256 "
      "KiB for every operation); eager calls go to NCCL as at 2-4 ranks (the host's launch "
      "does not shrink with the group); no push (its staging and peer count grow with the "
-     "group)"},
+     "group); two shots from 1 MiB as at 3-4 ranks (where a group's limit reaches it)"},
 };
 
 }  // namespace
@@ -87,6 +90,7 @@ GroupPaths paths_for(int world, const PathOverrides& overrides) {
   g.push.min_bytes = overrides.push_min_bytes.value_or(row.push_min_bytes);
   g.push.max_bytes = overrides.push_max_bytes.value_or(row.push_max_bytes);
   g.push.ctas = overrides.push_ctas;
+  g.two_shot_min_bytes = overrides.two_shot_min_bytes.value_or(row.two_shot_min_bytes);
   return g;
 }
 

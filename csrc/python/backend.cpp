@@ -108,6 +108,11 @@ void bind_backend(py::module_& m) {
             o.push_ctas = v;
           },
           "Blocks (SMs) a push all_reduce runs on, at most (1..128, default 32)")
+      .def_readwrite("two_shot_min_bytes", &GroupOptions::two_shot_min_bytes,
+                     "Fast-path all_reduce calls of at least this many bytes take two shots: "
+                     "each rank reduces one chunk and stores it into its peers' copies, then "
+                     "copies the other chunks out of its own; 0 = never.  None (default): the "
+                     "path table's, per world size (nccl_core_backend.paths)")
       .def_readwrite("register_allocator_segments", &GroupOptions::register_allocator_segments,
                      "Register every caching-allocator segment on the group's device with its "
                      "communicator (ncclCommRegister), existing ones at creation and new ones "

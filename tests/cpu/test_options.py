@@ -363,6 +363,18 @@ def test_push_all_reduce_defaults_and_environment():
         env_settings({"NCCL_CORE_PUSH_CTAS": "0"})
 
 
+def test_two_shot_size_defaults_and_environment():
+    from nccl_core_backend.options import make_options
+
+    assert make_options(None, env={}).two_shot_min_bytes is None  # the path table's
+    env = {"NCCL_CORE_TWO_SHOT_MIN_BYTES": str(256 << 10)}
+    assert env_settings(env) == {"two_shot_min_bytes": 256 << 10}
+    assert make_options(None, env=env).two_shot_min_bytes == 256 << 10
+    assert make_options(None, env={"NCCL_CORE_TWO_SHOT_MIN_BYTES": "0"}).two_shot_min_bytes == 0
+    with pytest.raises(ValueError, match="NCCL_CORE_TWO_SHOT_MIN_BYTES"):
+        env_settings({"NCCL_CORE_TWO_SHOT_MIN_BYTES": "-1"})
+
+
 def test_push_ctas_out_of_range_is_refused():
     from nccl_core_backend import Options
 

@@ -76,6 +76,18 @@ def test_options_override_the_table_for_every_operation():
     assert paths.path_of("all_reduce", 32 * MiB, 8, push_max_bytes=64 * MiB) == "push"
 
 
+def test_two_shots_from_the_table_or_the_option():
+    rows = {row["min_world"]: row for row in paths.table()}
+    assert rows[1]["two_shot_min_bytes"] == 0  # no peers
+    assert rows[2]["two_shot_min_bytes"] == 0  # one shot: the storing two-shot not measured yet
+    assert rows[3]["two_shot_min_bytes"] == MiB
+    assert paths.for_world(4)["two_shot_min_bytes"] == MiB
+    assert paths.for_world(2, two_shot_min_bytes=256 * KiB)["two_shot_min_bytes"] == 256 * KiB
+    assert paths.for_world(4, two_shot_min_bytes=0)["two_shot_min_bytes"] == 0
+    assert "| 4 MiB - 8 MiB | 1 MiB |" in paths.render()
+    assert "| 2 MiB - 16 MiB | never |" in paths.render()
+
+
 def test_an_eager_limit_alone_keeps_the_captured_one():
     eager = paths.for_world(2, eager_fast_path_max_bytes=64 * KiB)
     assert set(eager["eager_fast_max_bytes"].values()) == {64 * KiB}

@@ -15,6 +15,7 @@ from tests.gpu.cases import (  # noqa: F401
     device,
     fast,
     fast_grid,
+    fast_two_shot,
     push,
     push_slot_reuse,
     hazards,
