@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "comm/device_scope.h"
+#include "nccl/agreements.h"
 #include "nccl/api.h"
 #include "nccl/newer.h"
 
@@ -99,7 +100,7 @@ void Communicator::warm_up_for_windows() {
   s.init(sizeof(float));
   ncclComm_t c = get();
   run("ncclAllReduce (window warm-up)",
-      [&] { return ncclAllReduce(s.value, s.value, 1, ncclFloat32, ncclSum, c, s.stream); });
+      [&] { return agreements::sum_one_float(static_cast<float*>(s.value), c, s.stream); });
   wait_stream(s.stream, "ncclAllReduce (window warm-up)");
 }
 
@@ -112,7 +113,7 @@ std::vector<size_t> Communicator::all_gather_sizes(size_t value, const char* wha
   NCCL_CORE_CUDA_CHECK(cudaMemcpyAsync(all + rank_, &mine, sizeof(mine), cudaMemcpyHostToDevice,
                                        s.stream));
   ncclComm_t c = get();
-  run(what, [&] { return ncclAllGather(all + rank_, all, 1, ncclUint64, c, s.stream); });
+  run(what, [&] { return agreements::gather_one_word(all, rank_, c, s.stream); });
   std::vector<uint64_t> host(static_cast<size_t>(nranks_));
   NCCL_CORE_CUDA_CHECK(cudaMemcpyAsync(host.data(), all, host.size() * sizeof(uint64_t),
                                        cudaMemcpyDeviceToHost, s.stream));

@@ -155,11 +155,6 @@ def test_backend_enters_failures_through_one_door():
 NCCL_COLLECTIVES = ("ncclAllReduce", "ncclReduce", "ncclBroadcast", "ncclBcast", "ncclAllGather",
                     "ncclGather", "ncclReduceScatter", "ncclAlltoAll", "ncclScatter", "ncclSend",
                     "ncclRecv")
-# The communicator's own agreements, below the operations layer and no call
-# of either surface: a one-element warm-up sum before NCCL 2.29's first
-# window, and the all-gather of one word per rank that windows agree on.
-BELOW_THE_LAYER = {("csrc/comm/communicator.cpp", "ncclAllReduce"),
-                   ("csrc/comm/communicator.cpp", "ncclAllGather")}
 
 
 def _collective_callers(root: str) -> dict[str, set[str]]:
@@ -174,9 +169,7 @@ def _collective_callers(root: str) -> dict[str, set[str]]:
             with open(os.path.join(path, name), errors="replace") as f:
                 text = f.read()
             for m in call.finditer(text):
-                where = f"csrc/{folder}/{name}"
-                if (where, m.group(1)) not in BELOW_THE_LAYER:
-                    found.setdefault(m.group(1), set()).add(where)
+                found.setdefault(m.group(1), set()).add(f"csrc/{folder}/{name}")
     return found
 
 
