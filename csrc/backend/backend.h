@@ -164,8 +164,6 @@ class Backend : public c10d::Backend {
   void destroy_redops();  // the PreMulSum ops, after the enqueue or the block
   // The fast path, or nullptr (off, or in a coalescing block NCCL groups).
   nvlink::Engine* fast_path() const { return coalescing_ || !fast_ ? nullptr : &fast_->engine; }
-  // The push all-reduce where the call qualifies (nvlink/push.h); false: NCCL's.
-  bool pushed(Communicator& c, const Buf& b, ncclRedOp_t op, cudaStream_t s);
   std::chrono::milliseconds timeout_of(std::chrono::milliseconds t) const;
   profiling::GroupDescription describe() const;  // record_param_comms
   void open_group();  // in a coalescing block, once the communicator exists

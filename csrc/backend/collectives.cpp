@@ -5,6 +5,7 @@
 #include "backend/backend.h"
 #include "backend/argument_checks.h"
 #include "backend/launch.h"
+#include "collectives/all_reduce_path.h"
 #include "collectives/nccl_calls.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
@@ -180,24 +181,16 @@ WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors,
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   Buf b = buf(t, "allreduce");
                   ncclRedOp_t op = reduce_op(opts.reduceOp, t, b.type, w, "allreduce");
-                  auto* f = fast_path();
-                  if (f && f->all_reduce(c, b.ptr, b.ptr, b.count, b.type, op, s)) {
-                    return;
-                  }
-                  if (size_ == 1) {
-                    reduce_alone(opts.reduceOp, t, t);
-                    return;
-                  }
-                  if (pushed(c, b, op, s)) {
-                    return;
-                  }
-                  collectives::all_reduce({c, s, Check::kWait}, b.ptr, b.ptr, b.count, b.type, op);
+                  collectives::all_reduce_on_a_path(
+                      {c, s, Check::kWait}, fast_path(), {b.ptr, b.ptr, b.count, b.type, op},
+                      [&] {
+                        if (size_ != 1) {
+                          return false;
+                        }
+                        reduce_alone(opts.reduceOp, t, t);
+                        return true;
+                      });
                 });
-}
-
-bool Backend::pushed(Communicator& c, const Buf& b, ncclRedOp_t op, cudaStream_t s) {
-  auto* f = fast_path();
-  return f != nullptr && f->all_reduce_pushed(c, b.ptr, b.count, b.type, op, s);
 }
 
 WorkPtr Backend::allreduce_coalesced(

@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "collectives/all_reduce_path.h"
 #include "collectives/nccl_calls.h"
 #include "comm/communicator.h"
 #include "nvlink/raw.h"
@@ -144,10 +145,12 @@ void all_reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>
                 ncclRedOp_t op, cudaStream_t stream) {
   void* out = rooted_recv(c, send, recv, -1, send.count, "allreduce");
   op = alone(c, op);
-  if (t_depth == 0 && nvlink::raw_all_reduce(c, send, out, op, stream)) {
+  if (t_depth != 0) {
+    collectives::all_reduce(at(c, stream), send.ptr, out, send.count, send.type, op);
     return;
   }
-  collectives::all_reduce(at(c, stream), send.ptr, out, send.count, send.type, op);
+  nvlink::RawEngineCall held(c, send, send.ptr == out);
+  collectives::all_reduce_on_a_path(at(c, stream), held.engine(), {send.ptr, out, send.count, send.type, op});
 }
 
 void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,

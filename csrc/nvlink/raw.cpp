@@ -38,7 +38,7 @@ const PathOverrides& raw_overrides() {
   return overrides;
 }
 
-// The call on `shared`, whose mutex the caller holds.
+// The call on `shared`, whose mutex the caller holds: the fast path alone.
 bool run(Communicator& c, SharedEngine& shared, const Buffer& send, void* out, ncclRedOp_t op,
          cudaStream_t stream) {
   host_profile::Timer prof;
@@ -61,35 +61,51 @@ bool run(Communicator& c, SharedEngine& shared, const Buffer& send, void* out, n
   return launched;
 }
 
-// Whether `send` fits the largest call `shared` takes in either mode (the
-// engine decides the mode's limit).
+size_t bytes_of(const Buffer& send) {
+  return checked::bytes(send.count, types::element_size(send.type), "sendbuf bytes");
+}
+
+// Whether `send` fits the largest call `shared` takes on the fast path in
+// either mode (the engine decides the mode's limit).
 bool fits(const SharedEngine& shared, const Buffer& send) {
   size_t limit = shared.engine.paths().largest_fast();
-  return limit != 0 &&
-         checked::bytes(send.count, types::element_size(send.type), "sendbuf bytes") <= limit;
+  return limit != 0 && bytes_of(send) <= limit;
 }
 
 }  // namespace
 
-bool raw_all_reduce(Communicator& c, const Buffer& send, void* out, ncclRedOp_t op,
-                    cudaStream_t stream) {
+RawEngineCall::RawEngineCall(Communicator& c, const Buffer& send, bool in_place) {
   if (!c.is_live()) {
-    return false;
+    return;
   }
   auto shared = engine_if_any(c);
   if (!shared) {
     GroupPaths paths = paths_for(c.nranks(), raw_overrides());
-    if (paths.largest_fast() == 0) {
-      return false;  // no engine for a communicator whose every call goes to NCCL
+    if (!paths.any()) {
+      return;  // no engine for a communicator whose every call goes to NCCL
     }
     shared = engine_of(c, paths);
   }
-  if (!fits(*shared, send)) {
-    return false;
+  if (!fits(*shared, send) && !(in_place && shared->engine.push_config().covers(bytes_of(send)))) {
+    return;  // only NCCL runs this size: hold nothing
   }
-  std::lock_guard<std::mutex> lock(shared->mutex);
-  return run(c, *shared, send, out, op, stream);
+  lock_ = std::unique_lock<std::mutex>(shared->mutex);
+  on_device_.emplace(static_cast<c10::DeviceIndex>(c.device()));
+  // Kernels launched outside capture report when they leave, so an abort
+  // waits for them before NCCL unmaps the window (progress.h).
+  shared->engine.arm(false);
+  shared_ = std::move(shared);
+  prof_.mark(host_profile::kRawPath);
 }
+
+RawEngineCall::~RawEngineCall() {
+  if (shared_) {
+    shared_->engine.take_ticket();  // disarm
+    prof_.mark(host_profile::kRawCall);
+  }
+}
+
+Engine* RawEngineCall::engine() const { return shared_ ? &shared_->engine : nullptr; }
 
 bool raw_all_reduce_now(Communicator& c, const Buffer& send, void* out, ncclRedOp_t op,
                         cudaStream_t stream) {

@@ -1,6 +1,7 @@
-// The fast path for the raw API: a small Communicator.allreduce (Python,
-// outside any group) runs as one fast-path kernel (kernels.h) instead of
-// ncclAllReduce, as dist.all_reduce does.
+// Our NVLink kernels for the raw API: a Communicator.allreduce (Python,
+// outside any group) takes the path dist.all_reduce of its size takes
+// (collectives/all_reduce_path.h): the fast path (kernels.h), the push
+// (in place), or ncclAllReduce.
 //
 // Both go through the communicator's one engine (shared_engine.h), and so
 // through its paths: a group's (its options and the path table) for the
@@ -15,9 +16,15 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <c10/cuda/CUDAGuard.h>
+
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
 
 #include "comm/buffer.h"
+#include "util/host_profile.h"
 
 namespace nccl_core {
 class Communicator;
@@ -25,14 +32,33 @@ class Communicator;
 
 namespace nccl_core::nvlink {
 
-// True once the kernel is enqueued on `stream` (collectives/raw_ops.cpp).
-bool raw_all_reduce(Communicator& c, const Buffer& send, void* out, ncclRedOp_t op,
-                    cudaStream_t stream);
+class Engine;
+struct SharedEngine;
+
+// The communicator's engine, held (its mutex, the device) and armed for one
+// raw all_reduce of `send`, from construction to destruction, where the
+// engine may take a call of its size; engine() is null where it may not (no
+// NVLink engine for `c`, or a size only NCCL runs), and then nothing is held.
+// Made on the first raw call where no group made one.
+class RawEngineCall {
+ public:
+  RawEngineCall(Communicator& c, const Buffer& send, bool in_place);
+  ~RawEngineCall();  // disarms (takes the ticket), then releases
+  RawEngineCall(const RawEngineCall&) = delete;
+  RawEngineCall& operator=(const RawEngineCall&) = delete;
+  Engine* engine() const;
+
+ private:
+  host_profile::Timer prof_;
+  std::shared_ptr<SharedEngine> shared_;
+  std::unique_lock<std::mutex> lock_;
+  std::optional<c10::cuda::CUDAGuard> on_device_;
+};
 
 // The same for a caller holding the GIL: runs the call only where it costs
 // a kernel launch, on an engine already set up and not busy; false with
-// nothing done otherwise (raw_all_reduce then decides as it always does, so
-// every rank still takes the same path).
+// nothing done otherwise (the call then takes its path as any other does,
+// through RawEngineCall, so every rank still takes the same path).
 bool raw_all_reduce_now(Communicator& c, const Buffer& send, void* out, ncclRedOp_t op,
                         cudaStream_t stream);
 

@@ -8,6 +8,7 @@ from tests.gpu.cases import (  # noqa: F401
     work,
     errors,
     raw_ops,
+    raw_paths,
     resources,
     memory,
     rma,
