@@ -5,7 +5,7 @@
 #include "backend/backend.h"
 #include "backend/argument_checks.h"
 #include "backend/launch.h"
-#include "collectives/all_reduce_path.h"
+#include "collectives/path_choice.h"
 #include "collectives/nccl_calls.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
@@ -42,6 +42,19 @@ void reduce_alone(const c10d::ReduceOp& op, const at::Tensor& in, at::Tensor out
   } else {
     out.mul_(at::scalar_tensor(sup->double_factor, at::TensorOptions().dtype(real)));
   }
+}
+
+// reduce_alone for a group of `size` ranks where it is one rank (tried once
+// the fast path declined the call); empty for larger groups.
+collectives::Alone alone(int size, const c10d::ReduceOp& op, const at::Tensor& in,
+                         const at::Tensor& out) {
+  if (size != 1) {
+    return {};
+  }
+  return [&op, in, out] {
+    reduce_alone(op, in, out);
+    return true;
+  };
 }
 
 }  // namespace
@@ -161,14 +174,12 @@ WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors,
   return launch(OpType::BROADCAST, dev, {}, {t}, call, "broadcast",
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf b = buf(t, "broadcast");
-                  auto* f = fast_path();
                   int root = checked::narrow<int, raise_value_error>(opts.rootRank, "root");
-                  size_t bytes = checked::bytes<raise_value_error>(
-                      b.count, types::element_size(b.type), "broadcast bytes");
-                  if (f && f->broadcast(c, b.ptr, bytes, root, s)) {
-                    return;
-                  }
-                  collectives::broadcast({c, s, Check::kWait}, b.ptr, b.ptr, b.count, b.type, root);
+                  // Bytes that would wrap are refused here, as torch's ValueError.
+                  (void)checked::bytes<raise_value_error>(b.count, types::element_size(b.type),
+                                                          "broadcast bytes");
+                  collectives::broadcast_on_a_path({c, s, Check::kWait}, fast_path(), b.ptr,
+                                                   b.ptr, b.count, b.type, root);
                 });
 }
 
@@ -181,15 +192,9 @@ WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors,
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   Buf b = buf(t, "allreduce");
                   ncclRedOp_t op = reduce_op(opts.reduceOp, t, b.type, w, "allreduce");
-                  collectives::all_reduce_on_a_path(
-                      {c, s, Check::kWait}, fast_path(), {b.ptr, b.ptr, b.count, b.type, op},
-                      [&] {
-                        if (size_ != 1) {
-                          return false;
-                        }
-                        reduce_alone(opts.reduceOp, t, t);
-                        return true;
-                      });
+                  collectives::all_reduce_on_a_path({c, s, Check::kWait}, fast_path(), b.ptr,
+                                                    b.ptr, b.count, b.type, op,
+                                                    alone(size_, opts.reduceOp, t, t));
                 });
 }
 
@@ -261,16 +266,9 @@ WorkPtr Backend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                   Buf out = buf(output, "reduce_scatter_tensor");
                   ncclRedOp_t op = reduce_op(opts.reduceOp, input, in.type, w,
                                              "reduce_scatter_tensor");
-                  auto* f = fast_path();
-                  if (f && f->reduce_scatter(c, in.ptr, out.ptr, out.count, out.type, op, s)) {
-                    return;
-                  }
-                  if (size_ == 1) {
-                    reduce_alone(opts.reduceOp, input, output);
-                    return;
-                  }
-                  collectives::reduce_scatter({c, s, Check::kWait}, in.ptr, out.ptr, out.count,
-                                              out.type, op);
+                  collectives::reduce_scatter_on_a_path({c, s, Check::kWait}, fast_path(),
+                                                        in.ptr, out.ptr, out.count, out.type, op,
+                                                        alone(size_, opts.reduceOp, input, output));
                 });
 }
 

@@ -6,6 +6,7 @@
 #include "backend/argument_checks.h"
 #include "backend/launch.h"
 #include "collectives/nccl_calls.h"
+#include "collectives/path_choice.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
 #include "util/checked.h"
@@ -33,13 +34,11 @@ WorkPtr Backend::_allgather_base(at::Tensor& output, at::Tensor& input,
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf in = buf(input, "all_gather_into_tensor");
                   Buf out = buf(output, "all_gather_into_tensor");
-                  auto* f = fast_path();
-                  size_t bytes = checked::bytes<raise_value_error>(
+                  // Bytes that would wrap are refused here, as torch's ValueError.
+                  (void)checked::bytes<raise_value_error>(
                       in.count, types::element_size(in.type), "all_gather bytes per rank");
-                  if (f && f->all_gather(c, in.ptr, out.ptr, bytes, s)) {
-                    return;
-                  }
-                  collectives::all_gather({c, s, Check::kWait}, in.ptr, out.ptr, in.count, in.type);
+                  collectives::all_gather_on_a_path({c, s, Check::kWait}, fast_path(), in.ptr,
+                                                    out.ptr, in.count, in.type);
                 });
 }
 

@@ -4,6 +4,7 @@
 #include "backend/backend.h"
 #include "backend/launch.h"
 #include "collectives/nccl_calls.h"
+#include "collectives/path_choice.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
 #include "util/checked.h"
@@ -87,17 +88,12 @@ WorkPtr Backend::alltoall_base(at::Tensor& output, at::Tensor& input,
                   Buf in = buf(input, "all_to_all_single");
                   Buf out = buf(output, "all_to_all_single");
                   if (even) {
-                    auto* f = fast_path();
                     size_t per_peer = in.count / size_;
-                    if (f && f->all_to_all(c, in.ptr, out.ptr,
-                                           checked::bytes<raise_value_error>(
-                                               per_peer, types::element_size(in.type),
-                                               "all_to_all_single bytes per peer"),
-                                           s)) {
-                      return;
-                    }
-                    collectives::all_to_all({c, s, Check::kWait}, in.ptr, out.ptr, in.count / size_,
-                                            in.type);
+                    // Bytes that would wrap are refused here, as torch's ValueError.
+                    (void)checked::bytes<raise_value_error>(
+                        per_peer, types::element_size(in.type), "all_to_all_single bytes per peer");
+                    collectives::all_to_all_on_a_path({c, s, Check::kWait}, fast_path(), in.ptr,
+                                                      out.ptr, per_peer, in.type);
                     return;
                   }
                   // Elements per dim-0 row (complex counted as real pairs).

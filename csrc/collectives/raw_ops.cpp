@@ -4,7 +4,7 @@
 #include <optional>
 #include <vector>
 
-#include "collectives/all_reduce_path.h"
+#include "collectives/path_choice.h"
 #include "collectives/nccl_calls.h"
 #include "comm/communicator.h"
 #include "nvlink/raw.h"
@@ -114,6 +114,19 @@ const Buffer* rooted_send(const Communicator& c, const std::optional<Buffer>& se
   return &*send;
 }
 
+// The communicator's engine for a call outside any group that stages
+// `count` elements of `type` on each rank (inside a group NCCL only queues,
+// so every call there is NCCL's).
+struct Held {
+  std::optional<nvlink::RawEngineCall> call;
+  Held(Communicator& c, size_t count, ncclDataType_t type, bool push = false) {
+    if (t_depth == 0) {
+      call.emplace(c, checked::bytes(count, types::element_size(type), "staged bytes"), push);
+    }
+  }
+  nvlink::Engine* engine() const { return call ? call->engine() : nullptr; }
+};
+
 // The average over one rank is the sum over it.  NCCL 2.28.9 turns a
 // floating AVG into PreMulSum(1/nranks), whose one-rank path leaves the tail
 // of larger odd-sized calls unwritten and refuses float8; SUM over one rank
@@ -145,12 +158,9 @@ void all_reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>
                 ncclRedOp_t op, cudaStream_t stream) {
   void* out = rooted_recv(c, send, recv, -1, send.count, "allreduce");
   op = alone(c, op);
-  if (t_depth != 0) {
-    collectives::all_reduce(at(c, stream), send.ptr, out, send.count, send.type, op);
-    return;
-  }
-  nvlink::RawEngineCall held(c, send, send.ptr == out);
-  collectives::all_reduce_on_a_path(at(c, stream), held.engine(), {send.ptr, out, send.count, send.type, op});
+  Held held(c, send.count, send.type, send.ptr == out);
+  collectives::all_reduce_on_a_path(at(c, stream), held.engine(), send.ptr, out, send.count,
+                                    send.type, op);
 }
 
 void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,
@@ -161,7 +171,9 @@ void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer&
                       " elements, recvbuf has ", recv.count);
   }
   const void* in = s != nullptr ? s->ptr : nullptr;
-  collectives::broadcast(at(c, stream), in, recv.ptr, recv.count, recv.type, root);
+  Held held(c, recv.count, recv.type);
+  collectives::broadcast_on_a_path(at(c, stream), held.engine(), in, recv.ptr, recv.count,
+                                   recv.type, root);
 }
 
 void gather(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv, int root,
@@ -171,7 +183,9 @@ void gather(Communicator& c, const Buffer& send, const std::optional<Buffer>& re
                                        "recvbuf count (sendbuf count x nranks)"),
                           "allgather");
   if (root < 0) {
-    collectives::all_gather(at(c, stream), send.ptr, out, send.count, send.type);
+    Held held(c, send.count, send.type);
+    collectives::all_gather_on_a_path(at(c, stream), held.engine(), send.ptr, out, send.count,
+                                      send.type);
   } else {
     collectives::gather(at(c, stream), send.ptr, out, send.count, send.type, root);
   }
@@ -185,7 +199,9 @@ void reduce_scatter(Communicator& c, const Buffer& send, const Buffer& recv, ncc
   size_t count = block_of(c, send);
   check_at_least(recv.count, count, "recvbuf");
   op = alone(c, op);
-  collectives::reduce_scatter(at(c, stream), send.ptr, recv.ptr, count, send.type, op);
+  Held held(c, send.count, send.type);
+  collectives::reduce_scatter_on_a_path(at(c, stream), held.engine(), send.ptr, recv.ptr, count,
+                                        send.type, op);
 }
 
 void alltoall(Communicator& c, const Buffer& send, const Buffer& recv, cudaStream_t stream) {
@@ -194,7 +210,9 @@ void alltoall(Communicator& c, const Buffer& send, const Buffer& recv, cudaStrea
   check_types(send, recv);
   size_t count = block_of(c, send);
   check_at_least(recv.count, send.count, "recvbuf");
-  collectives::all_to_all(at(c, stream), send.ptr, recv.ptr, count, send.type);
+  Held held(c, send.count, send.type);
+  collectives::all_to_all_on_a_path(at(c, stream), held.engine(), send.ptr, recv.ptr, count,
+                                    send.type);
 }
 
 void scatter(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,

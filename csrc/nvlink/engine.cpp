@@ -290,15 +290,18 @@ bool Engine::all_to_all(Communicator& comm, const void* in, void* out, size_t by
   return settle(true);
 }
 
-bool Engine::broadcast(Communicator& comm, void* buf, size_t bytes, int root,
+bool Engine::broadcast(Communicator& comm, const void* in, void* out, size_t bytes, int root,
                        cudaStream_t stream) {
   if (!ready(comm, Coll::kBroadcast, bytes, stream)) {
     return false;
   }
   if (comm.rank() == root) {
-    launch_copy(shared_, buf, bytes, buf, bytes, 0, root, 0, tag(5, 0, 0, bytes, root), stream);
+    // The root stages its input; out of place, it also copies it back out of
+    // its own copy of the window.
+    launch_copy(shared_, in, bytes, out, bytes, 0, root, in == out ? 0 : 1,
+                tag(5, 0, 0, bytes, root), stream);
   } else {
-    launch_copy(shared_, nullptr, 0, buf, bytes, 0, root, 1, tag(5, 0, 0, bytes, root), stream);
+    launch_copy(shared_, nullptr, 0, out, bytes, 0, root, 1, tag(5, 0, 0, bytes, root), stream);
   }
   return settle(true);
 }

@@ -58,7 +58,9 @@ class Engine {
                   cudaStream_t stream);
   bool all_to_all(Communicator& comm, const void* in, void* out, size_t bytes,
                   cudaStream_t stream);
-  bool broadcast(Communicator& comm, void* buf, size_t bytes, int root, cudaStream_t stream);
+  // `in` is read on `root` only, and may be `out`.
+  bool broadcast(Communicator& comm, const void* in, void* out, size_t bytes, int root,
+                 cudaStream_t stream);
   // All-reduce of `data` in place by pushing (push.h), for calls of the
   // push's sizes, types and ops whatever memory `data` lies in.  The staging
   // window is created, or grown, at the first call that needs it (every rank

@@ -137,7 +137,8 @@ bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, 
 // has staged `in_bytes` of its input (`in` may be null with in_bytes 0).
 //   all_gather:  in_bytes = bytes,          first 0,    npeers nranks, src 0
 //   all_to_all:  in_bytes = bytes * nranks, first 0,    npeers nranks, src rank * bytes
-//   broadcast:   root stages; others read first = root, npeers 1
+//   broadcast:   root stages (npeers 0; out of place: 1, first = root, to
+//                copy it back out); others read first = root, npeers 1
 void launch_copy(const Shared& s, const void* in, size_t in_bytes, void* out, size_t bytes,
                  size_t src_offset, int first, int npeers, const CallTag& tag, cudaStream_t stream);
 

@@ -74,7 +74,7 @@ bool fits(const SharedEngine& shared, const Buffer& send) {
 
 }  // namespace
 
-RawEngineCall::RawEngineCall(Communicator& c, const Buffer& send, bool in_place) {
+RawEngineCall::RawEngineCall(Communicator& c, size_t staged, bool push) {
   if (!c.is_live()) {
     return;
   }
@@ -86,7 +86,8 @@ RawEngineCall::RawEngineCall(Communicator& c, const Buffer& send, bool in_place)
     }
     shared = engine_of(c, paths);
   }
-  if (!fits(*shared, send) && !(in_place && shared->engine.push_config().covers(bytes_of(send)))) {
+  size_t limit = shared->engine.paths().largest_fast();
+  if (!(limit != 0 && staged <= limit) && !(push && shared->engine.push_config().covers(staged))) {
     return;  // only NCCL runs this size: hold nothing
   }
   lock_ = std::unique_lock<std::mutex>(shared->mutex);

@@ -1,7 +1,7 @@
-// Our NVLink kernels for the raw API: a Communicator.allreduce (Python,
-// outside any group) takes the path dist.all_reduce of its size takes
-// (collectives/all_reduce_path.h): the fast path (kernels.h), the push
-// (in place), or ncclAllReduce.
+// Our NVLink kernels for the raw API: a collective of the Communicator API
+// (Python, outside any group) takes the path the dist.* call of its size
+// takes (collectives/path_choice.h): the fast path (kernels.h), the push
+// (an all_reduce in place), or NCCL.
 //
 // Both go through the communicator's one engine (shared_engine.h), and so
 // through its paths: a group's (its options and the path table) for the
@@ -36,13 +36,15 @@ class Engine;
 struct SharedEngine;
 
 // The communicator's engine, held (its mutex, the device) and armed for one
-// raw all_reduce of `send`, from construction to destruction, where the
-// engine may take a call of its size; engine() is null where it may not (no
-// NVLink engine for `c`, or a size only NCCL runs), and then nothing is held.
-// Made on the first raw call where no group made one.
+// raw call that stages `staged` bytes (its input on each rank), from
+// construction to destruction, where the engine may take a call of that
+// size (`push`: an all_reduce in place, which the push may take too);
+// engine() is null where it may not (no NVLink engine for `c`, or a size
+// only NCCL runs), and then nothing is held.  The engine is made at the
+// first raw call where no group made one.
 class RawEngineCall {
  public:
-  RawEngineCall(Communicator& c, const Buffer& send, bool in_place);
+  RawEngineCall(Communicator& c, size_t staged, bool push);
   ~RawEngineCall();  // disarms (takes the ticket), then releases
   RawEngineCall(const RawEngineCall&) = delete;
   RawEngineCall& operator=(const RawEngineCall&) = delete;

@@ -1,5 +1,5 @@
-"""Raw Communicator.allreduce calls take the path the group's dist.all_reduce
-of their size takes (collectives/all_reduce_path.h): on a group's
+"""Raw Communicator calls take the path the group's dist.* call
+of their size takes (collectives/path_choice.h): on a group's
 communicator, in place, a size in the group's push range runs as the push, a
 small one on the fast path, and the rest (out of place beyond the fast path,
 or beyond the push) on NCCL.  Calls of every kind run back to back with no
@@ -50,4 +50,63 @@ def raw_allreduce_takes_the_groups_paths(ctx):
              f"{want['push']}")
     for y, ref, what in kept:
         check(y, ref, torch.int32, "SUM", w, what)
+    dist.destroy_process_group(g)
+
+
+@case(nvlink=True, min_world=1, timeout=300)
+def raw_collectives_take_the_fast_path(ctx):
+    """Communicator.allgather, reduce_scatter, alltoall and broadcast (the
+    root both out of place and in place) take the group's fast path at its
+    sizes and NCCL above, back to back with no host sync; every result is
+    checked after the loop and the group's counter counts the fast calls."""
+    w, r, d = ctx.world, ctx.rank, ctx.device
+    limit = 64 << 10
+    opts = nc.Options()
+    opts.fast_path_max_bytes = limit
+    opts.push_max_bytes = 0
+    g = dist.new_group(list(range(w)), backend="nccl_core", pg_options=opts)
+    dist.all_reduce(torch.ones(1, device=d), group=g)
+    comm, be = nc.get_communicator(g), g._get_backend(d)
+    fast0 = be._fast_path_calls()
+    kept, fast = [], 0
+    for i in range(ROUNDS):
+        for n in (1000, (limit // 4) * 2):  # elements staged per rank: fast, then NCCL
+            salt = 10 * i + (n > 1000)
+            # allgather: n elements from each rank
+            ins = [make(ctx, q, torch.int32, n=n, salt=salt) for q in range(w)]
+            out = torch.empty(n * w, dtype=torch.int32, device=d)
+            comm.allgather(ins[r].to(d), out)
+            kept.append((out, torch.cat(ins).double(), f"allgather n={n} round {i}"))
+            fast += 4 * n <= limit
+            # reduce_scatter: n elements staged, n // w to each rank
+            m = n // w
+            ins = [make(ctx, q, torch.int32, n=m * w, salt=salt + 1) for q in range(w)]
+            out = torch.empty(m, dtype=torch.int32, device=d)
+            comm.reduce_scatter(ins[r].to(d), out, nc.SUM)
+            kept.append((out, reduce_ref(ins, "SUM", torch.int32).reshape(w, m)[r],
+                         f"reduce_scatter n={m * w} round {i}"))
+            fast += 4 * m * w <= limit
+            # alltoall: m elements from each rank to each rank
+            ins = [make(ctx, q, torch.int32, n=m * w, salt=salt + 2) for q in range(w)]
+            out = torch.empty(m * w, dtype=torch.int32, device=d)
+            comm.alltoall(ins[r].to(d), out)
+            ref = torch.cat([ins[p].reshape(w, m)[r] for p in range(w)]).double()
+            kept.append((out, ref, f"alltoall n={m * w} round {i}"))
+            fast += 4 * m * w <= limit
+            # broadcast from a moving root, its tensor out of place then in place
+            root = i % w
+            for in_place in (False, True):
+                ins = [make(ctx, q, torch.int32, n=n, salt=salt + 3 + in_place) for q in range(w)]
+                out = ins[r].to(d) if in_place else torch.empty(n, dtype=torch.int32, device=d)
+                send = (out if in_place else ins[r].to(d)) if r == root else None
+                comm.broadcast(send, out, root)
+                kept.append((out, ins[root].double(),
+                             f"broadcast n={n} root={root} in_place={in_place} round {i}"))
+                fast += 4 * n <= limit
+    torch.cuda.synchronize(d)
+    taken = be._fast_path_calls() - fast0
+    if taken != fast:
+        fail(f"{taken} calls took the fast path, expected {fast}")
+    for out, ref, what in kept:
+        check(out, ref, torch.int32, "SUM", w, what)
     dist.destroy_process_group(g)
