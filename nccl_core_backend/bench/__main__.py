@@ -75,8 +75,8 @@ def _steps(args) -> int:
     if args.workloads:
         return (len(args.tokens) * ("tp" in args.workloads)
                 + len(args.bucket_mb) * ("ddp" in args.workloads) + ("fsdp" in args.workloads))
-    return len(args.ops) * len(args.sizes) + len(graph_rows_wanted(args.sizes, args.graph,
-                                                                   args.graph_max_bytes))
+    return len(args.ops) * (len(args.sizes) + len(graph_rows_wanted(args.sizes, args.graph,
+                                                                    args.graph_max_bytes)))
 
 
 def _run(job, args, progress) -> dict:

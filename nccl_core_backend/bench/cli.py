@@ -127,7 +127,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="rounds that alternate the backends (default 4; 11 with --tooling, "
                         "whose samples are short)")
     p.add_argument("--graph", type=_positive_int, nargs="?", const=100, default=0, metavar="N",
-                   help="also time CUDA-graph replay of N all_reduces (N default 100) "
+                   help="also time CUDA-graph replay of N calls (N default 100) of each op "
                         "at each size up to --graph-max-bytes")
     p.add_argument("--graph-max-bytes", type=_size, default=4 << 20, metavar="SIZE",
                    help="largest size of the graph rows (default 4MiB)")

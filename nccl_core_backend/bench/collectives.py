@@ -18,7 +18,20 @@ from nccl_core_backend.bench.data import Pattern, fill, matches, never_written
 
 OPS = ("all_reduce", "all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single",
        "broadcast")
-GRAPH_OP = "all_reduce_graph"  # N all_reduces captured in one CUDA graph (--graph)
+GRAPH_SUFFIX = "_graph"  # a row of N calls of an op captured in one CUDA graph (--graph)
+
+
+def graph_op(op: str) -> str:
+    """The row name of `op`'s graph rows."""
+    return op + GRAPH_SUFFIX
+
+
+def base_op(op: str) -> str:
+    """The op a row times, graph or not."""
+    return op[: -len(GRAPH_SUFFIX)] if op.endswith(GRAPH_SUFFIX) else op
+
+
+GRAPH_OP = graph_op("all_reduce")
 
 
 def _nccl_memory(n: int, dtype, device) -> torch.Tensor:
@@ -38,7 +51,8 @@ def bus_factor(op: str, world: int) -> float:
     """Bus bandwidth / algorithm bandwidth, as nccl-tests defines it (its
     PERFORMANCE.md): what each rank's links carry relative to the size."""
     n = world
-    if op in ("all_reduce", GRAPH_OP):
+    op = base_op(op)
+    if op == "all_reduce":
         return 2 * (n - 1) / n
     if op in ("all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single"):
         return (n - 1) / n
@@ -99,21 +113,30 @@ class Case:
 
     def check(self, group, pat: Pattern, shift: int) -> bool:
         """Runs the op once on fresh exact data and compares every output element."""
+        self.prepare(pat, shift)
+        self.call(group)
+        if self.inp.is_cuda:
+            torch.cuda.synchronize(self.inp.device)
+        return self.verify(pat, shift)
+
+    def prepare(self, pat: Pattern, shift: int) -> None:
+        """Fresh exact data in the input, a value no result has in the output."""
+        k = pat.k
+        if self.op == "broadcast" and self.rank != 0:
+            fill(self.inp, lambda i: (i + shift + 1) % k)  # differs from the root's everywhere
+        else:
+            fill(self.inp, lambda i: (i + shift) % k + pat.offset(self.rank))
+        if self.out is not self.inp:
+            self.out.fill_(never_written(self.dtype))
+
+    def verify(self, pat: Pattern, shift: int) -> bool:
+        """Every output element of one call on prepare()'s data, compared."""
         w, r, k, op = self.world, self.rank, pat.k, self.op
         c = self.n // w  # elements per rank's chunk
 
         def base(idx):
             return (idx + shift) % k
 
-        if op == "broadcast" and r != 0:
-            fill(self.inp, lambda i: (i + shift + 1) % k)  # differs from the root's everywhere
-        else:
-            fill(self.inp, lambda i: base(i) + pat.offset(r))
-        if self.out is not self.inp:
-            self.out.fill_(never_written(self.dtype))
-        self.call(group)
-        if self.inp.is_cuda:
-            torch.cuda.synchronize(self.inp.device)
         total = pat.offsets_sum()
         if op == "all_reduce":
             return matches(self.out, lambda i: w * base(i) + total)
@@ -127,17 +150,16 @@ class Case:
 
 
 class GraphCase:
-    """`count` all_reduces of `size` bytes each, on buffers of their own,
+    """`count` calls of `op` of `size` bytes each, on buffers of their own,
     captured in one CUDA graph; a replay runs them all."""
 
-    def __init__(self, size: int, count: int, world: int, rank: int, device, dtype, group,
-                 alloc: Callable | None = None):
-        alloc = alloc or (lambda n, dt, dev: torch.empty(n, dtype=dt, device=dev))
-        self.world, self.rank, self.dtype, self.count = world, rank, dtype, count
-        elem = torch.empty((), dtype=dtype).element_size()
-        self.n = element_count("all_reduce", size, elem, world)
-        self.bytes = self.n * elem
-        self.bufs = [alloc(self.n, dtype, device).zero_() for _ in range(count)]
+    def __init__(self, op: str, size: int, count: int, world: int, rank: int, device, dtype,
+                 group, alloc: Callable | None = None):
+        self.count = count
+        self.cases = [Case(op, size, world, rank, device, dtype, alloc) for _ in range(count)]
+        self.n, self.bytes = self.cases[0].n, self.cases[0].bytes
+        for c in self.cases:
+            c.inp.zero_()  # the warm-up calls read defined data
         # Capture needs the communicator and NCCL's connections set up, and
         # NCCL memory its window registered (a collective call, not allowed in
         # a capture): every buffer's call runs once eagerly first, on a side
@@ -145,27 +167,24 @@ class GraphCase:
         side = torch.cuda.Stream(device=device)
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
-            for b in self.bufs:
-                dist.all_reduce(b, group=group)
+            for c in self.cases:
+                c.call(group)
         torch.cuda.current_stream().wait_stream(side)
         torch.cuda.synchronize()
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
-            for b in self.bufs:
-                dist.all_reduce(b, group=group)
+            for c in self.cases:
+                c.call(group)
         torch.cuda.synchronize()
 
     def call(self) -> None:
         self.graph.replay()
 
     def check(self, pat: Pattern, shift: int) -> bool:
-        """One replay on fresh data in every buffer (shifted per buffer);
-        every element of every buffer compared."""
-        w, k, r = self.world, pat.k, self.rank
-        for j, b in enumerate(self.bufs):
-            fill(b, lambda i, j=j: (i + shift + j) % k + pat.offset(r))
+        """One replay on fresh data in every call's buffers (shifted per call);
+        every output element of every call compared."""
+        for j, c in enumerate(self.cases):
+            c.prepare(pat, shift + j)
         self.graph.replay()
         torch.cuda.synchronize()
-        total = pat.offsets_sum()
-        return all(matches(b, lambda i, j=j: w * ((i + shift + j) % k) + total)
-                   for j, b in enumerate(self.bufs))
+        return all(c.verify(pat, shift + j) for j, c in enumerate(self.cases))

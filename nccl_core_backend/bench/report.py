@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 
-from nccl_core_backend.bench.collectives import GRAPH_OP
+from nccl_core_backend.bench.collectives import GRAPH_SUFFIX, base_op
 from nccl_core_backend.bench.job import CORE, NCCL
 from nccl_core_backend.bench.sizes import format_bytes
 
@@ -46,8 +46,8 @@ def _ratio(v) -> str:
 
 
 def op_label(row: dict) -> str:
-    if row["op"] == GRAPH_OP:
-        return f"all_reduce, graph of {row.get('count', '?')}"
+    if row["op"].endswith(GRAPH_SUFFIX):
+        return f"{base_op(row['op'])}, graph of {row.get('count', '?')}"
     return row["op"]
 
 

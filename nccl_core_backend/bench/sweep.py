@@ -14,7 +14,7 @@ import random
 
 import torch
 
-from nccl_core_backend.bench.collectives import ALLOCATORS, GRAPH_OP, Case, GraphCase, bandwidth
+from nccl_core_backend.bench.collectives import ALLOCATORS, Case, GraphCase, bandwidth, graph_op
 from nccl_core_backend.bench.data import pattern_for
 from nccl_core_backend.bench.job import CORE, NCCL
 from nccl_core_backend.bench.kernel_times import kernel_times
@@ -86,12 +86,14 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
             if size >= 64 << 20:
                 torch.cuda.empty_cache()
             progress.step(f"{op} {format_bytes(nbytes)}")
-    for size in graph_rows_wanted(sizes, graph_count, graph_max_bytes):
+    for op, size in ((op, size) for op in ops
+                     for size in graph_rows_wanted(sizes, graph_count, graph_max_bytes)):
         n_iter = iters or auto_iters(size * graph_count)  # replays
         before = _path_counts(core)
-        cases = {name: GraphCase(size, graph_count, job.world, job.rank, job.device, dtype, g, alloc)
+        cases = {name: GraphCase(op, size, graph_count, job.world, job.rank, job.device, dtype, g,
+                                 alloc)
                  for name, g in job.groups.items()}
-        if anchor is not None:
+        if anchor is not None and op == "all_reduce":
             cases.update({k: anchor.graph_case(k, cases[CORE].n, graph_count)
                           for k in anchor.kinds(cases[CORE].bytes)})
         ok = {name: c.check(pat, rng.randrange(pat.k)) for name, c in cases.items()}
@@ -100,7 +102,7 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
         gpu = kernel_times(replays, job.sync, per=graph_count, loop=5) if kernels else None
         for name, c in cases.items():
             ok[name] = c.check(pat, rng.randrange(pat.k)) and ok[name]
-        row = _row(job, GRAPH_OP, cases[CORE].bytes, dname, n_iter, samples, ok,
+        row = _row(job, graph_op(op), cases[CORE].bytes, dname, n_iter, samples, ok,
                    per=graph_count)
         row["count"] = graph_count
         if gpu:
@@ -108,7 +110,7 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
         row["path"] = _path_taken(before, _path_counts(core))  # counted at warm-up and capture
         rows.append(row)
         del cases
-        progress.step(f"graph of {graph_count} all_reduces, {format_bytes(row['bytes'])} each")
+        progress.step(f"graph of {graph_count} {op} calls, {format_bytes(row['bytes'])} each")
     return rows
 
 

@@ -18,7 +18,8 @@ import pytest
 import torch
 
 from nccl_core_backend.bench import cli, report, timing
-from nccl_core_backend.bench.collectives import GRAPH_OP, OPS, bandwidth, bus_factor, element_count
+from nccl_core_backend.bench.collectives import (GRAPH_OP, OPS, bandwidth, base_op, bus_factor,
+                                                 element_count, graph_op)
 from nccl_core_backend.bench.compare import activations_close, grads_close
 from nccl_core_backend.bench.data import DTYPES, EXACT_LIMIT, pattern_for
 from nccl_core_backend.bench.job import BenchError, check_cuda, check_launch
@@ -78,6 +79,7 @@ def test_bus_factors(world):
     assert bus_factor(GRAPH_OP, n) == bus_factor("all_reduce", n)
     for op in ("all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single"):
         assert bus_factor(op, n) == pytest.approx((n - 1) / n)
+        assert bus_factor(graph_op(op), n) == bus_factor(op, n)
     assert bus_factor("broadcast", n) == 1.0
 
 
@@ -456,3 +458,14 @@ def test_footprint_options_and_table():
     text = report.render(result)
     assert "| drop loop | 6 x 256 MiB | 896 | 0 | 5376 | 5376 | 6.00 | WRONG nccl_core |" in text
     assert report.wrong_results(result) == [f"footprint drop loop: {report.correct_cell(row['correct'])}"]
+
+
+def test_graph_rows_of_every_op_are_named_and_labelled():
+    from nccl_core_backend.bench.report import op_label
+
+    assert GRAPH_OP == graph_op("all_reduce") == "all_reduce_graph"
+    for op in OPS:
+        assert base_op(graph_op(op)) == op and base_op(op) == op
+        assert op_label({"op": graph_op(op), "count": 7}) == f"{op}, graph of 7"
+        assert op_label({"op": op}) == op
+

@@ -58,8 +58,10 @@ def test_collectives_every_op_checked():
         assert len(mine) == len(sizes), f"{op}: {len(mine)} rows"
         # the requested size, rounded down to whole elements per rank
         assert [r["bytes"] for r in mine] == [max(s // 4, world) // world * world * 4 for s in sizes]
-    graph = [r for r in rows if r["op"] == "all_reduce_graph"]
-    assert len(graph) == 3 and all(r["count"] == 4 for r in graph)
+    for op in OPS:  # a graph row of every op at each size up to 64 KiB
+        graph = [r for r in rows if r["op"] == op + "_graph"]
+        assert len(graph) == 3 and all(r["count"] == 4 for r in graph), op
+    assert "| broadcast, graph of 4 |" in out
     for r in rows:
         assert r["correct"] == {"nccl_core": True, "nccl": True}, r
         assert r["ratio"] > 0 and _timing_ok(r["nccl_core"]) and _timing_ok(r["nccl"]), r
