@@ -61,15 +61,11 @@ bool run(Communicator& c, SharedEngine& shared, const Buffer& send, void* out, n
   return launched;
 }
 
-size_t bytes_of(const Buffer& send) {
-  return checked::bytes(send.count, types::element_size(send.type), "sendbuf bytes");
-}
-
-// Whether `send` fits the largest call `shared` takes on the fast path in
-// either mode (the engine decides the mode's limit).
-bool fits(const SharedEngine& shared, const Buffer& send) {
+// Whether a call staging `staged` bytes fits the largest call `shared` takes
+// on the fast path in either mode (the engine decides the mode's limit).
+bool fits(const SharedEngine& shared, size_t staged) {
   size_t limit = shared.engine.paths().largest_fast();
-  return limit != 0 && bytes_of(send) <= limit;
+  return limit != 0 && staged <= limit;
 }
 
 }  // namespace
@@ -86,8 +82,7 @@ RawEngineCall::RawEngineCall(Communicator& c, size_t staged, bool push) {
     }
     shared = engine_of(c, paths);
   }
-  size_t limit = shared->engine.paths().largest_fast();
-  if (!(limit != 0 && staged <= limit) && !(push && shared->engine.push_config().covers(staged))) {
+  if (!fits(*shared, staged) && !(push && shared->engine.push_config().covers(staged))) {
     return;  // only NCCL runs this size: hold nothing
   }
   lock_ = std::unique_lock<std::mutex>(shared->mutex);
@@ -111,7 +106,8 @@ Engine* RawEngineCall::engine() const { return shared_ ? &shared_->engine : null
 bool raw_all_reduce_now(Communicator& c, const Buffer& send, void* out, ncclRedOp_t op,
                         cudaStream_t stream) {
   auto shared = engine_if_any(c);
-  if (!shared || !c.is_live() || !fits(*shared, send)) {
+  if (!shared || !c.is_live() ||
+      !fits(*shared, checked::bytes(send.count, types::element_size(send.type), "sendbuf bytes"))) {
     return false;
   }
   std::unique_lock<std::mutex> lock(shared->mutex, std::try_to_lock);
