@@ -20,18 +20,20 @@ const std::vector<PathRow> kTable = {
     {1, 1, all(256 * KiB), all(256 * KiB), 0, 0, 0,
      "not measured at one rank: the fast path's earlier default (256 KiB for every "
      "operation, both modes); no push (nothing to push to), no two shots (no peers)"},
-    {2, 2, {MiB, 256 * KiB, 256 * KiB, 256 * KiB, 256 * KiB}, all(0), 2 * MiB, 16 * MiB, 0,
+    {2, 2, all(MiB), all(0), 2 * MiB, 16 * MiB, 0,
      "Captured all_reduce: 100 bf16 calls in a CUDA graph, 2 and 4xH200 (NVLink), torch "
      "2.11, NCCL 2.28.9, the grid by size (kernels.cu): 64 KiB-256 KiB 0.39-0.43, 512 KiB "
      "0.40-0.48, 1 MiB 0.45-0.46 (6.9-13.7 us a call against nccl's 16-30), session 7, "
-     "2026-11-27; the other operations keep 256 KiB (captured 8 B-256 KiB 0.19-0.40 on "
-     "4xH200, 28aaaff). Eager: the fast path 1.13-1.45 (all_reduce) and 1.24-1.65 "
+     "2026-11-27; the other operations, graphs of 100 fp32 calls on 2xH200, 64 KiB-1 MiB: "
+     "all_gather 0.40, reduce_scatter 0.41-0.47, broadcast 0.33-0.44, all_to_all 0.34-0.40 "
+     "(5.5-10.9 us a call), session 8, 2026-11-27. Eager: the fast path 1.13-1.45 (all_reduce) and 1.24-1.65 "
      "(broadcast) at 8 B-256 KiB on 4xH200 (12.3 us a call, of which 5.2 us host time "
      "launching the kernel, against nccl's 7.3-12.6 us), so NCCL there (on a 2xH200 host "
      "whose nccl took 46 us a call the fast path was 0.53-0.68: the host decides). Push "
      "all_reduce (both modes) 512 KiB 1.37-1.41, 1 MiB 1.18-1.20 (NCCL there), 2 MiB 0.74, "
      "4 MiB 0.87, 8 MiB 0.91, 16 MiB 0.94, 32 MiB 1.00 (NCCL from there), b26a96d. One "
-     "shot at every size: the two-shot that stores is not measured at 2 ranks yet"},
+     "shot at every size: the two-shot that stores took 1.23-1.65x the one-shot's time at "
+     "64 KiB-1 MiB (graphs, 2xH200, session 8)"},
     {3, 4, {MiB, 256 * KiB, 256 * KiB, 256 * KiB, 256 * KiB}, all(0), 4 * MiB, 8 * MiB, MiB,
      "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, python -m nccl_core_backend.bench (per-call "
      "events, back to back), at 4 ranks (3 not measured: taken from 4). Captured all_reduce, "

@@ -40,7 +40,9 @@ def test_rows_cover_every_world_size_once_and_say_what_set_them():
     ("all_reduce", 1 * MiB + 1, 2, True, "nccl"),
     ("all_reduce", 1 * MiB, 4, True, "fast"),  # captured 1 MiB measured 0.59 at 4 ranks
     ("all_reduce", 1 * MiB, 4, False, "nccl"),
-    ("broadcast", 256 * KiB + 1, 2, True, "nccl"),  # the other ops keep 256 KiB captured
+    ("broadcast", 1 * MiB, 2, True, "fast"),  # captured 1 MiB measured 0.43 at 2 ranks
+    ("all_to_all_single", 1 * MiB + 1, 2, True, "nccl"),
+    ("broadcast", 256 * KiB + 1, 4, True, "nccl"),  # 4 ranks: the other ops keep 256 KiB captured
     ("all_reduce", 2 * MiB, 2, False, "push"),
     ("all_reduce", 16 * MiB, 2, True, "push"),
     ("all_reduce", 32 * MiB, 2, False, "nccl"),  # 32 MiB measured 1.00 with NCCL, 64 MiB 1.01 pushed
@@ -54,7 +56,7 @@ def test_rows_cover_every_world_size_once_and_say_what_set_them():
     ("all_reduce", 64 * KiB, 8, False, "nccl"),
     ("all_reduce", 64 * KiB, 1, False, "fast"),  # one rank: not measured, both modes as before
     ("all_reduce", 512 * KiB, 8, True, "nccl"),  # beyond 4 ranks: 256 KiB, not measured
-    ("broadcast", 1 * MiB, 2, True, "nccl"),  # the push is an all_reduce
+    ("broadcast", 2 * MiB, 2, True, "nccl"),  # the push is an all_reduce
     ("all_gather_into_tensor", 256 * KiB, 4, True, "fast"),
     ("all_gather_into_tensor", 256 * KiB, 4, False, "nccl"),
     ("all_to_all_single", 256 * KiB + 1, 4, True, "nccl"),

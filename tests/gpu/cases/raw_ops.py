@@ -423,7 +423,11 @@ def raw_and_dist_calls_share_one_engine(ctx):
     if comm._fast_path_calls() != base:
         fail(f"counters apart before the calls: raw {comm._fast_path_calls()}, group {base}")
     side = torch.cuda.Stream(device=d)
-    outs, refs = [], []
+    # The raw API holds no tensor (as nccl.core's): a raw call's input on the
+    # side stream stays alive here until the sync, or the next iteration's
+    # input, allocated on the current stream, could take its memory before
+    # the side stream's kernel has read it.
+    outs, refs, inputs_kept = [], [], []
     for i in range(60):
         inputs = [make(ctx, q, torch.float32, n=n, salt=i) for q in range(w)]
         x = inputs[r].to(d)
@@ -436,6 +440,7 @@ def raw_and_dist_calls_share_one_engine(ctx):
             y = torch.empty_like(x)
             comm.allreduce(x, y, nc.SUM, stream=side if i % 4 == 1 else None)
             outs.append(y)
+            inputs_kept.append(x)
         refs.append(reduce_ref(inputs, "SUM", torch.float32))
     torch.cuda.synchronize(d)
     for i, (o, ref) in enumerate(zip(outs, refs)):
