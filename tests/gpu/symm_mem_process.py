@@ -21,6 +21,10 @@ rank's data, rebuilt locally from the seed.
   ``register_external_nccl_comm`` (``nccl_core_backend/_symm_publish.py``);
   torch 2.11's NCCL backend accepts only ProcessGroupNCCL: reported as SKIP.
 - NVSHMEM: where ``is_nvshmem_available()`` and this torch registered it.
+  Before torch 2.15 its handle's ``barrier`` is an empty stub that orders
+  nothing (pytorch/pytorch#191858, fixed by #192579): there the phase after
+  the handle's barrier is left out (a line says so) and the one after
+  ``dist.barrier`` still runs.
 
 A backend that this torch build does not register is reported as SKIP with
 the reason; any other failure is a failure.
@@ -128,6 +132,9 @@ def exercise(group, backend: str, rank: int, world: int, device: torch.device, s
         read_peers(hdl, group, rank, world, dtype, n, salt, f"{what} after dist.barrier")
         torch.cuda.synchronize()
         dist.barrier(group=group)  # every peer has read before anyone rewrites
+        kept.append((hdl, t))
+        if backend == "NVSHMEM" and not handle_barrier_orders():
+            continue
         # Rewritten, then the handle's own barrier orders it on the stream.
         t.copy_(data(rank, dtype, n, salt + 1))
         hdl.barrier(channel=0)
@@ -135,8 +142,14 @@ def exercise(group, backend: str, rank: int, world: int, device: torch.device, s
         hdl.barrier(channel=0)
         torch.cuda.synchronize()
         dist.barrier(group=group)
-        kept.append((hdl, t))
     return kept
+
+
+def handle_barrier_orders() -> bool:
+    """Whether this torch's NVSHMEM handle barrier synchronizes anything
+    (an empty stub before 2.15: pytorch/pytorch#191858)."""
+    major, minor = (int(p) for p in torch.__version__.split(".")[:2])
+    return (major, minor) >= (2, 15)
 
 
 def main() -> int:
@@ -154,6 +167,9 @@ def main() -> int:
         print(f"SKIP {backend}: {reason}", flush=True)
         return 0
     dist.init_process_group("nccl_core", device_id=device)
+    if backend == "NVSHMEM" and not handle_barrier_orders():
+        print(f"NVSHMEM on torch {torch.__version__}: the handle's barrier is an empty stub "
+              "(pytorch/pytorch#191858): only the dist.barrier phase runs", flush=True)
     kept = exercise(dist.group.WORLD, backend, rank, world, device, 1, f"{backend} world group")
     sub = dist.new_group(list(range(world)), backend="nccl_core")
     dist.barrier(group=sub)  # its communicator exists (and is published)
