@@ -111,8 +111,9 @@ def test_bad_arguments():
 def test_render_and_the_bench_print_the_table():
     text = paths.render()
     assert text.count("\n") == len(paths.table()) + 1
-    assert ("| 2 | all_reduce 1 MiB, reduce_scatter_tensor 256 KiB, all_gather_into_tensor 256 KiB, "
-            "broadcast 256 KiB, all_to_all_single 256 KiB | off | 2 MiB - 16 MiB |") in text
+    assert "| 2 | 1 MiB, every op | off | 2 MiB - 16 MiB | never |" in text
+    assert ("| 3-4 | all_reduce 1 MiB, reduce_scatter_tensor 256 KiB, all_gather_into_tensor 256 KiB, "
+            "broadcast 256 KiB, all_to_all_single 256 KiB | off | 4 MiB - 8 MiB |") in text
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0", PYTHONPATH=ROOT)
     for module in ("nccl_core_backend.paths", "nccl_core_backend.bench"):
         argv = [sys.executable, "-m", module] + (["--paths"] if module.endswith("bench") else [])
