@@ -3,8 +3,8 @@
 // groups from this one (split, shrink) in splits.cpp; the
 // operations in collectives.cpp, gathers.cpp and p2p.cpp (point-to-point,
 // all-to-all, coalescing); the stream/event discipline shared by every op
-// is `launch` in launch.h, its steps in op_call.cpp; per-call argument
-// checks in argument_checks.h; the program's handle of an op is Work
+// is `launch` in launch.h, its steps in op_call.cpp; each call's argument
+// checks in collectives/torch_checks.h; the program's handle of an op is Work
 // (work.h).  The systems it owns live in their own folders below it: op/,
 // failures/, tooling/, registration/.
 #pragma once

@@ -3,9 +3,9 @@
 #include <ATen/ATen.h>
 
 #include "backend/backend.h"
-#include "backend/argument_checks.h"
 #include "backend/launch.h"
 #include "collectives/path_choice.h"
+#include "collectives/torch_checks.h"
 #include "collectives/nccl_calls.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
@@ -17,8 +17,6 @@ using collectives::Check;
 
 using c10d::OpType;
 
-using call::check_same;
-using call::check_single;
 
 namespace {
 
@@ -60,17 +58,7 @@ collectives::Alone alone(int size, const c10d::ReduceOp& op, const at::Tensor& i
 }  // namespace
 
 Buf Backend::buf(const at::Tensor& t, const char* op) const {
-  NCCL_CORE_CHECK_VALUE(t.defined(), "nccl_core ", op, ": undefined tensor");
-  NCCL_CORE_CHECK_VALUE(t.is_cuda(), "nccl_core ", op,
-                    ": tensors must be CUDA tensors, got a ", t.device().str(),
-                    " tensor");
-  NCCL_CORE_CHECK_VALUE(!device_ || t.device() == *device_, "nccl_core ", op,
-                    ": tensor is on ", t.device().str(),
-                    " but this group's communicator is on ", device_->str());
-  NCCL_CORE_CHECK_VALUE(!t.is_sparse(), "nccl_core ", op,
-                    ": sparse tensors are not supported");
-  NCCL_CORE_CHECK_VALUE(t.is_contiguous(), "nccl_core ", op,
-                    ": tensors must be contiguous (call .contiguous())");
+  torch_checks::usable(t, op, device_);
   if (t.is_complex()) {
     auto real = at::toRealValueType(t.scalar_type());
     return Buf{t.data_ptr(),
@@ -163,18 +151,15 @@ ncclRedOp_t Backend::reduce_op(const c10d::ReduceOp& op, const at::Tensor& t,
 
 WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors,
                            const c10d::BroadcastOptions& opts) {
-  check_single(tensors, "broadcast");
+  torch_checks::one_tensor(tensors, "broadcast");
   auto& t = tensors[0];
-  NCCL_CORE_CHECK_VALUE(opts.rootRank >= 0 && opts.rootRank < size_,
-                    "nccl_core broadcast: root ", opts.rootRank,
-                    " out of range for group size ", size_);
+  int root = torch_checks::root(opts.rootRank, size_, "broadcast");
   auto dev = pick_device(&t);
   CallOpts call = call_opts(opts);
   call.sends = opts.rootRank == rank_;
   return launch(OpType::BROADCAST, dev, {}, {t}, call, "broadcast",
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf b = buf(t, "broadcast");
-                  int root = checked::narrow<int, raise_value_error>(opts.rootRank, "root");
                   // Bytes that would wrap are refused here, as torch's ValueError.
                   (void)checked::bytes<raise_value_error>(b.count, types::element_size(b.type),
                                                           "broadcast bytes");
@@ -185,7 +170,7 @@ WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors,
 
 WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors,
                            const c10d::AllreduceOptions& opts) {
-  check_single(tensors, "allreduce");
+  torch_checks::one_tensor(tensors, "allreduce");
   auto& t = tensors[0];
   auto dev = pick_device(&t);
   return launch(OpType::ALLREDUCE, dev, {}, {t}, call_opts(opts), "allreduce",
@@ -201,7 +186,7 @@ WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors,
 WorkPtr Backend::allreduce_coalesced(
     std::vector<at::Tensor>& tensors,
     const c10d::AllreduceCoalescedOptions& opts) {
-  NCCL_CORE_CHECK_VALUE(!tensors.empty(), "nccl_core allreduce_coalesced: no tensors");
+  torch_checks::allreduce_coalesced(tensors);
   auto dev = pick_device(&tensors[0]);
   return launch(OpType::ALLREDUCE_COALESCED, dev, {}, tensors, call_opts(opts),
                 "allreduce_coalesced",
@@ -231,11 +216,9 @@ WorkPtr Backend::allreduce_coalesced(
 
 WorkPtr Backend::reduce(std::vector<at::Tensor>& tensors,
                         const c10d::ReduceOptions& opts) {
-  check_single(tensors, "reduce");
+  torch_checks::one_tensor(tensors, "reduce");
   auto& t = tensors[0];
-  NCCL_CORE_CHECK_VALUE(opts.rootRank >= 0 && opts.rootRank < size_,
-                    "nccl_core reduce: root ", opts.rootRank,
-                    " out of range for group size ", size_);
+  int root = torch_checks::root(opts.rootRank, size_, "reduce");
   auto dev = pick_device(&t);
   return launch(OpType::REDUCE, dev, {}, {t}, call_opts(opts), "reduce",
                 [&](Communicator& c, cudaStream_t s, Work& w) {
@@ -245,7 +228,6 @@ WorkPtr Backend::reduce(std::vector<at::Tensor>& tensors,
                     reduce_alone(opts.reduceOp, t, t);
                     return;
                   }
-                  int root = checked::narrow<int, raise_value_error>(opts.rootRank, "root");
                   collectives::reduce({c, s, Check::kWait}, b.ptr, b.ptr, b.count, b.type, op,
                                       root);
                 });
@@ -253,11 +235,7 @@ WorkPtr Backend::reduce(std::vector<at::Tensor>& tensors,
 
 WorkPtr Backend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                       const c10d::ReduceScatterOptions& opts) {
-  check_same(input, output, "reduce_scatter_tensor");
-  int64_t want = checked::mul_signed<raise_value_error>(
-      output.numel(), size_, "nccl_core reduce_scatter_tensor: output numel x world size");
-  NCCL_CORE_CHECK_VALUE(input.numel() == want, "nccl_core reduce_scatter_tensor: input has ",
-                        input.numel(), " elements, expected output numel x world size = ", want);
+  torch_checks::reduce_scatter_tensor(input, output, size_);
   auto dev = pick_device(&input);
   return launch(OpType::_REDUCE_SCATTER_BASE, dev, {input}, {output}, call_opts(opts),
                 "reduce_scatter_tensor",
@@ -275,19 +253,9 @@ WorkPtr Backend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
 WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs,
                                 std::vector<std::vector<at::Tensor>>& inputs,
                                 const c10d::ReduceScatterOptions& opts) {
-  check_single(outputs, "reduce_scatter");
-  NCCL_CORE_CHECK_VALUE(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size_),
-                    "nccl_core reduce_scatter: expects a list of world size inputs");
+  bool even = torch_checks::reduce_scatter(outputs, inputs, size_, rank_);
   auto& output = outputs[0];
   auto& ins = inputs[0];
-  bool even = true;
-  for (auto& i : ins) {
-    check_same(i, output, "reduce_scatter");
-    even = even && i.numel() == output.numel();
-  }
-  NCCL_CORE_CHECK_VALUE(ins[rank_].numel() == output.numel(), "nccl_core reduce_scatter: input ",
-                        rank_, " (this rank's share) has ", ins[rank_].numel(),
-                        " elements, the output ", output.numel());
   auto dev = pick_device(&output);
   return launch(OpType::REDUCE_SCATTER, dev, ins, {output}, call_opts(opts),
                 "reduce_scatter",
@@ -328,19 +296,7 @@ WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs,
 WorkPtr Backend::reduce_scatter_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::ReduceScatterOptions& opts) {
-  NCCL_CORE_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
-                    "nccl_core reduce_scatter_tensor_coalesced: expects as many "
-                    "outputs as inputs");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    check_same(inputs[i], outputs[i], "reduce_scatter_tensor_coalesced");
-    NCCL_CORE_CHECK_VALUE(inputs[i].numel() ==
-                              checked::mul_signed<raise_value_error>(
-                                  outputs[i].numel(), size_,
-                                  "nccl_core reduce_scatter_tensor_coalesced: output numel x "
-                                  "world size"),
-                      "nccl_core reduce_scatter_tensor_coalesced: input ", i,
-                      " must have world size x output elements");
-  }
+  torch_checks::reduce_scatter_tensor_coalesced(outputs, inputs, size_);
   auto dev = pick_device(&inputs[0]);
   return launch(OpType::COALESCED, dev, inputs, outputs, call_opts(opts),
                 "reduce_scatter_tensor_coalesced",

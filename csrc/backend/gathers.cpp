@@ -3,10 +3,10 @@
 #include <ATen/ATen.h>
 
 #include "backend/backend.h"
-#include "backend/argument_checks.h"
 #include "backend/launch.h"
 #include "collectives/nccl_calls.h"
 #include "collectives/path_choice.h"
+#include "collectives/torch_checks.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
 #include "util/checked.h"
@@ -17,17 +17,21 @@ using collectives::Check;
 
 using c10d::OpType;
 
-using call::check_same;
-using call::check_single;
-using call::flat_like;
+namespace {
+
+// One flat tensor holding `n` copies of `like`'s shape, allocated on the
+// current (backend) stream.
+at::Tensor flat_like(const at::Tensor& like, int64_t n) {
+  std::vector<int64_t> shape{n};
+  shape.insert(shape.end(), like.sizes().begin(), like.sizes().end());
+  return at::empty(shape, like.options());
+}
+
+}  // namespace
 
 WorkPtr Backend::_allgather_base(at::Tensor& output, at::Tensor& input,
                                  const c10d::AllgatherOptions& opts) {
-  check_same(input, output, "all_gather_into_tensor");
-  int64_t want = checked::mul_signed<raise_value_error>(
-      input.numel(), size_, "nccl_core all_gather_into_tensor: input numel x world size");
-  NCCL_CORE_CHECK_VALUE(output.numel() == want, "nccl_core all_gather_into_tensor: output has ",
-                        output.numel(), " elements, expected input numel x world size = ", want);
+  torch_checks::all_gather_into_tensor(input, output, size_);
   auto dev = pick_device(&input);
   return launch(OpType::_ALLGATHER_BASE, dev, {input}, {output}, call_opts(opts),
                 "all_gather_into_tensor",
@@ -45,21 +49,9 @@ WorkPtr Backend::_allgather_base(at::Tensor& output, at::Tensor& input,
 WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                            std::vector<at::Tensor>& inputs,
                            const c10d::AllgatherOptions& opts) {
-  check_single(inputs, "all_gather");
-  NCCL_CORE_CHECK_VALUE(outputs.size() == 1, "nccl_core all_gather: expects one output list");
+  bool even = torch_checks::all_gather(outputs, inputs, size_, rank_);
   auto& input = inputs[0];
   auto& outs = outputs[0];
-  NCCL_CORE_CHECK_VALUE(outs.size() == static_cast<size_t>(size_),
-                    "nccl_core all_gather: output list has ", outs.size(),
-                    " tensors, expected world size ", size_);
-  bool even = true;
-  for (auto& o : outs) {
-    check_same(input, o, "all_gather");
-    even = even && o.numel() == input.numel();
-  }
-  NCCL_CORE_CHECK_VALUE(outs[rank_].numel() == input.numel(), "nccl_core all_gather: output ",
-                        rank_, " (this rank's) has ", outs[rank_].numel(),
-                        " elements, the input ", input.numel());
   auto dev = pick_device(&input);
   return launch(OpType::ALLGATHER, dev, {input}, outs, call_opts(opts), "all_gather",
                 [&](Communicator& c, cudaStream_t s, Work& w) {
@@ -95,19 +87,10 @@ WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
 WorkPtr Backend::allgather_coalesced(
     std::vector<std::vector<at::Tensor>>& outputs,
     std::vector<at::Tensor>& inputs, const c10d::AllgatherOptions& opts) {
-  NCCL_CORE_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
-                    "nccl_core allgather_coalesced: expects one output list per input");
+  torch_checks::allgather_coalesced(outputs, inputs, size_);
   std::vector<at::Tensor> all_outs;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    NCCL_CORE_CHECK_VALUE(outputs[i].size() == static_cast<size_t>(size_),
-                      "nccl_core allgather_coalesced: output list ", i,
-                      " must have world size tensors");
-    for (auto& o : outputs[i]) {
-      check_same(inputs[i], o, "allgather_coalesced");
-      NCCL_CORE_CHECK_VALUE(o.numel() == inputs[i].numel(),
-                        "nccl_core allgather_coalesced: output size mismatch");
-      all_outs.push_back(o);
-    }
+  for (auto& list : outputs) {
+    all_outs.insert(all_outs.end(), list.begin(), list.end());
   }
   auto dev = pick_device(&inputs[0]);
   return launch(OpType::ALLGATHER_COALESCED, dev, inputs, all_outs, call_opts(opts),
@@ -138,19 +121,7 @@ WorkPtr Backend::allgather_coalesced(
 WorkPtr Backend::allgather_into_tensor_coalesced(
     std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
     const c10d::AllgatherOptions& opts) {
-  NCCL_CORE_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
-                    "nccl_core allgather_into_tensor_coalesced: expects as many "
-                    "outputs as inputs");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    check_same(inputs[i], outputs[i], "allgather_into_tensor_coalesced");
-    NCCL_CORE_CHECK_VALUE(outputs[i].numel() ==
-                              checked::mul_signed<raise_value_error>(
-                                  inputs[i].numel(), size_,
-                                  "nccl_core allgather_into_tensor_coalesced: input numel x "
-                                  "world size"),
-                      "nccl_core allgather_into_tensor_coalesced: output ", i,
-                      " must have world size x input elements");
-  }
+  torch_checks::allgather_into_tensor_coalesced(outputs, inputs, size_);
   auto dev = pick_device(&inputs[0]);
   return launch(OpType::COALESCED, dev, inputs, outputs, call_opts(opts),
                 "allgather_into_tensor_coalesced",
@@ -169,26 +140,13 @@ WorkPtr Backend::allgather_into_tensor_coalesced(
 WorkPtr Backend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                         std::vector<at::Tensor>& inputs,
                         const c10d::GatherOptions& opts) {
-  check_single(inputs, "gather");
+  torch_checks::one_tensor(inputs, "gather");
   auto& input = inputs[0];
-  // Range-checked as the 64-bit value torch passes: 2**32 must not become 0.
-  NCCL_CORE_CHECK_VALUE(opts.rootRank >= 0 && opts.rootRank < size_, "nccl_core gather: root ",
-                        opts.rootRank, " out of range for group size ", size_);
-  int root = checked::narrow<int, raise_value_error>(opts.rootRank, "root");
+  int root = torch_checks::root(opts.rootRank, size_, "gather");
+  torch_checks::gather(outputs, input, size_, rank_ == root);
   std::vector<at::Tensor> outs;
   if (rank_ == root) {
-    NCCL_CORE_CHECK_VALUE(outputs.size() == 1 &&
-                          outputs[0].size() == static_cast<size_t>(size_),
-                      "nccl_core gather: the root needs a list of world size outputs");
-    for (auto& o : outputs[0]) {
-      check_same(input, o, "gather");
-      NCCL_CORE_CHECK_VALUE(o.numel() == input.numel(),
-                        "nccl_core gather: output size mismatch");
-    }
     outs = outputs[0];
-  } else {
-    NCCL_CORE_CHECK_VALUE(outputs.empty() || outputs[0].empty(),
-                      "nccl_core gather: only the root takes output tensors");
   }
   auto dev = pick_device(&input);
   return launch(OpType::GATHER, dev, {input}, outs, call_opts(opts), "gather",
@@ -213,22 +171,12 @@ WorkPtr Backend::gather(std::vector<std::vector<at::Tensor>>& outputs,
 WorkPtr Backend::scatter(std::vector<at::Tensor>& outputs,
                          std::vector<std::vector<at::Tensor>>& inputs,
                          const c10d::ScatterOptions& opts) {
-  check_single(outputs, "scatter");
+  torch_checks::one_tensor(outputs, "scatter");
   auto& output = outputs[0];
-  // Range-checked as the 64-bit value torch passes: 2**32 must not become 0.
-  NCCL_CORE_CHECK_VALUE(opts.rootRank >= 0 && opts.rootRank < size_, "nccl_core scatter: root ",
-                        opts.rootRank, " out of range for group size ", size_);
-  int root = checked::narrow<int, raise_value_error>(opts.rootRank, "root");
+  int root = torch_checks::root(opts.rootRank, size_, "scatter");
+  torch_checks::scatter(inputs, output, size_, rank_ == root);
   std::vector<at::Tensor> ins;
   if (rank_ == root) {
-    NCCL_CORE_CHECK_VALUE(inputs.size() == 1 &&
-                          inputs[0].size() == static_cast<size_t>(size_),
-                      "nccl_core scatter: the root needs a list of world size inputs");
-    for (auto& i : inputs[0]) {
-      check_same(i, output, "scatter");
-      NCCL_CORE_CHECK_VALUE(i.numel() == output.numel(),
-                        "nccl_core scatter: input size mismatch");
-    }
     ins = inputs[0];
   }
   auto dev = pick_device(&output);

@@ -5,6 +5,7 @@
 #include "backend/launch.h"
 #include "collectives/nccl_calls.h"
 #include "collectives/path_choice.h"
+#include "collectives/torch_checks.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
 #include "util/checked.h"
@@ -19,8 +20,8 @@ using c10d::OpType;
 namespace {
 
 // Element offsets of each rank's block along dim 0 for split sizes (rows).
-// The splits were checked against dim 0 (check_splits), so these stay
-// inside the tensor; checked all the same, as user numbers.
+// The splits were checked against dim 0 (torch_checks::all_to_all_single),
+// so these stay inside the tensor; checked all the same, as user numbers.
 std::vector<size_t> offsets(const std::vector<int64_t>& splits, size_t row) {
   std::vector<size_t> out(splits.size() + 1, 0);
   for (size_t i = 0; i < splits.size(); ++i) {
@@ -32,52 +33,13 @@ std::vector<size_t> offsets(const std::vector<int64_t>& splits, size_t row) {
   return out;
 }
 
-void check_splits(const std::vector<int64_t>& splits, const at::Tensor& t,
-                  int size, const char* which) {
-  if (splits.empty()) {
-    NCCL_CORE_CHECK_VALUE(t.dim() > 0 && t.size(0) % size == 0,
-                      "nccl_core all_to_all_single: ", which,
-                      " dim 0 (", t.dim() > 0 ? t.size(0) : 0,
-                      ") must be divisible by the world size ", size);
-    return;
-  }
-  NCCL_CORE_CHECK_VALUE(splits.size() == static_cast<size_t>(size),
-                    "nccl_core all_to_all_single: ", which, " split sizes have ",
-                    splits.size(), " entries, expected world size ", size);
-  // The sum must not wrap: [2**63 - 1, 2**63 - 1, 4] would sum to 2.
-  int64_t total = 0;
-  for (int64_t s : splits) {
-    NCCL_CORE_CHECK_VALUE(s >= 0, "nccl_core all_to_all_single: negative split size ", s);
-    total = checked::add_signed<raise_value_error>(
-        total, s, "nccl_core all_to_all_single: the split sizes' sum");
-  }
-  NCCL_CORE_CHECK_VALUE(t.dim() > 0 && total == t.size(0),
-                    "nccl_core all_to_all_single: ", which,
-                    " split sizes sum to ", total, " but dim 0 is ",
-                    t.dim() > 0 ? t.size(0) : 0);
-}
-
-void check_peer(int peer, int size, const char* op) {
-  NCCL_CORE_CHECK_VALUE(peer >= 0 && peer < size, "nccl_core ", op, ": peer rank ",
-                    peer, " out of range for group size ", size);
-}
-
 } // namespace
 
 WorkPtr Backend::alltoall_base(at::Tensor& output, at::Tensor& input,
                                std::vector<int64_t>& output_splits,
                                std::vector<int64_t>& input_splits,
                                const c10d::AllToAllOptions& opts) {
-  NCCL_CORE_CHECK_TYPE(input.scalar_type() == output.scalar_type(),
-                   "nccl_core all_to_all_single: dtype mismatch between input (",
-                   input.scalar_type(), ") and output (", output.scalar_type(), ")");
-  check_splits(input_splits, input, size_, "input");
-  check_splits(output_splits, output, size_, "output");
-  bool even = input_splits.empty() && output_splits.empty();
-  if (even) {
-    NCCL_CORE_CHECK_VALUE(input.numel() == output.numel(),
-                      "nccl_core all_to_all_single: input and output sizes differ");
-  }
+  bool even = torch_checks::all_to_all_single(input, output, input_splits, output_splits, size_);
   auto dev = pick_device(&input);
   CallOpts call = call_opts(opts);
   call.in_splits = &input_splits;
@@ -130,13 +92,7 @@ WorkPtr Backend::alltoall_base(at::Tensor& output, at::Tensor& input,
 WorkPtr Backend::alltoall(std::vector<at::Tensor>& outputs,
                           std::vector<at::Tensor>& inputs,
                           const c10d::AllToAllOptions& opts) {
-  NCCL_CORE_CHECK_VALUE(inputs.size() == static_cast<size_t>(size_) &&
-                        outputs.size() == static_cast<size_t>(size_),
-                    "nccl_core all_to_all: expects world size input and output lists");
-  for (int r = 0; r < size_; ++r) {
-    NCCL_CORE_CHECK_TYPE(inputs[r].scalar_type() == outputs[r].scalar_type(),
-                     "nccl_core all_to_all: dtype mismatch at index ", r);
-  }
+  torch_checks::all_to_all(outputs, inputs, size_);
   auto dev = pick_device(&inputs[0]);
   return launch(OpType::ALLTOALL, dev, inputs, outputs, call_opts(opts), "all_to_all",
                 [&](Communicator& c, cudaStream_t s, Work&) {
@@ -157,8 +113,7 @@ WorkPtr Backend::alltoall(std::vector<at::Tensor>& outputs,
 }
 
 WorkPtr Backend::send(std::vector<at::Tensor>& tensors, int dst, int /*tag*/) {
-  NCCL_CORE_CHECK_VALUE(tensors.size() == 1, "nccl_core send: expects one tensor");
-  check_peer(dst, size_, "send");
+  torch_checks::point_to_point(tensors, dst, size_, "send");
   auto& t = tensors[0];
   auto dev = pick_device(&t);
   return launch(OpType::SEND, dev, {t}, {}, CallOpts{c10d::kUnsetTimeout}, "send",
@@ -169,8 +124,7 @@ WorkPtr Backend::send(std::vector<at::Tensor>& tensors, int dst, int /*tag*/) {
 }
 
 WorkPtr Backend::recv(std::vector<at::Tensor>& tensors, int src, int /*tag*/) {
-  NCCL_CORE_CHECK_VALUE(tensors.size() == 1, "nccl_core recv: expects one tensor");
-  check_peer(src, size_, "recv");
+  torch_checks::point_to_point(tensors, src, size_, "recv");
   auto& t = tensors[0];
   auto dev = pick_device(&t);
   CallOpts call{c10d::kUnsetTimeout};

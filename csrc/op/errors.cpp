@@ -4,10 +4,6 @@
 
 namespace nccl_core {
 
-void raise_value_error(const std::string& message) {
-  C10_THROW_ERROR(ValueError, message);
-}
-
 std::exception_ptr dist_backend_error(const std::string& msg) {
   try {
     C10_THROW_ERROR(DistBackendError, msg);

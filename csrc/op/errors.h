@@ -7,24 +7,9 @@
 #include <string>
 
 #include "util/concat.h"
+#include "util/torch_errors.h"
 
 namespace nccl_core {
-
-#define NCCL_CORE_CHECK_AS(kind, cond, ...)                       \
-  do {                                                            \
-    if (C10_UNLIKELY(!(cond))) {                                  \
-      C10_THROW_ERROR(kind, ::nccl_core::concat(__VA_ARGS__));    \
-    }                                                             \
-  } while (0)
-// Bad argument value / bad dtype / bad state, as ValueError / TypeError /
-// RuntimeError in Python.
-#define NCCL_CORE_CHECK_VALUE(cond, ...) NCCL_CORE_CHECK_AS(ValueError, cond, __VA_ARGS__)
-#define NCCL_CORE_CHECK_TYPE(cond, ...) NCCL_CORE_CHECK_AS(TypeError, cond, __VA_ARGS__)
-#define NCCL_CORE_CHECK_STATE(cond, ...) NCCL_CORE_CHECK_AS(Error, cond, __VA_ARGS__)
-
-// ValueError(message), for util/checked.h in the backend:
-// checked::mul<raise_value_error>(...).
-[[noreturn]] void raise_value_error(const std::string& message);
 
 // An exception_ptr holding c10::DistBackendError(msg), which Python sees as
 // torch.distributed.DistBackendError.

@@ -1,0 +1,239 @@
+#include "collectives/torch_checks.h"
+
+#include "util/checked.h"
+#include "util/torch_errors.h"
+
+namespace nccl_core::torch_checks {
+
+namespace {
+
+// Split sizes of one side of all_to_all_single against its dim 0.
+void splits(const std::vector<int64_t>& splits, const at::Tensor& t, int size,
+            const char* which) {
+  if (splits.empty()) {
+    NCCL_CORE_CHECK_VALUE(t.dim() > 0 && t.size(0) % size == 0,
+                          "nccl_core all_to_all_single: ", which, " dim 0 (",
+                          t.dim() > 0 ? t.size(0) : 0, ") must be divisible by the world size ",
+                          size);
+    return;
+  }
+  NCCL_CORE_CHECK_VALUE(splits.size() == static_cast<size_t>(size),
+                        "nccl_core all_to_all_single: ", which, " split sizes have ",
+                        splits.size(), " entries, expected world size ", size);
+  // The sum must not wrap: [2**63 - 1, 2**63 - 1, 4] would sum to 2.
+  int64_t total = 0;
+  for (int64_t s : splits) {
+    NCCL_CORE_CHECK_VALUE(s >= 0, "nccl_core all_to_all_single: negative split size ", s);
+    total = checked::add_signed<raise_value_error>(
+        total, s, "nccl_core all_to_all_single: the split sizes' sum");
+  }
+  NCCL_CORE_CHECK_VALUE(t.dim() > 0 && total == t.size(0), "nccl_core all_to_all_single: ",
+                        which, " split sizes sum to ", total, " but dim 0 is ",
+                        t.dim() > 0 ? t.size(0) : 0);
+}
+
+// world size x `n` elements, refused where the product would wrap.
+int64_t times_world(int64_t n, int size, const char* what) {
+  return checked::mul_signed<raise_value_error>(n, size, what);
+}
+
+}  // namespace
+
+void one_tensor(const std::vector<at::Tensor>& tensors, const char* op) {
+  NCCL_CORE_CHECK_VALUE(tensors.size() == 1, "nccl_core ", op,
+                        ": expects exactly one tensor per call (one GPU per process), got ",
+                        tensors.size());
+}
+
+void same_dtype(const at::Tensor& in, const at::Tensor& out, const char* op) {
+  NCCL_CORE_CHECK_TYPE(in.scalar_type() == out.scalar_type(), "nccl_core ", op,
+                       ": dtype mismatch between input (", in.scalar_type(), ") and output (",
+                       out.scalar_type(), ")");
+}
+
+void usable(const at::Tensor& t, const char* op, const std::optional<at::Device>& device) {
+  NCCL_CORE_CHECK_VALUE(t.defined(), "nccl_core ", op, ": undefined tensor");
+  NCCL_CORE_CHECK_VALUE(t.is_cuda(), "nccl_core ", op, ": tensors must be CUDA tensors, got a ",
+                        t.device().str(), " tensor");
+  NCCL_CORE_CHECK_VALUE(!device || t.device() == *device, "nccl_core ", op, ": tensor is on ",
+                        t.device().str(), " but this group's communicator is on ",
+                        device->str());
+  NCCL_CORE_CHECK_VALUE(!t.is_sparse(), "nccl_core ", op, ": sparse tensors are not supported");
+  NCCL_CORE_CHECK_VALUE(t.is_contiguous(), "nccl_core ", op,
+                        ": tensors must be contiguous (call .contiguous())");
+}
+
+int root(int64_t root, int size, const char* op) {
+  NCCL_CORE_CHECK_VALUE(root >= 0 && root < size, "nccl_core ", op, ": root ", root,
+                        " out of range for group size ", size);
+  return checked::narrow<int, raise_value_error>(root, "root");
+}
+
+void point_to_point(const std::vector<at::Tensor>& tensors, int peer, int size, const char* op) {
+  NCCL_CORE_CHECK_VALUE(tensors.size() == 1, "nccl_core ", op, ": expects one tensor");
+  NCCL_CORE_CHECK_VALUE(peer >= 0 && peer < size, "nccl_core ", op, ": peer rank ", peer,
+                        " out of range for group size ", size);
+}
+
+void allreduce_coalesced(const std::vector<at::Tensor>& tensors) {
+  NCCL_CORE_CHECK_VALUE(!tensors.empty(), "nccl_core allreduce_coalesced: no tensors");
+}
+
+void reduce_scatter_tensor(const at::Tensor& input, const at::Tensor& output, int size) {
+  same_dtype(input, output, "reduce_scatter_tensor");
+  int64_t want = times_world(output.numel(), size,
+                             "nccl_core reduce_scatter_tensor: output numel x world size");
+  NCCL_CORE_CHECK_VALUE(input.numel() == want, "nccl_core reduce_scatter_tensor: input has ",
+                        input.numel(), " elements, expected output numel x world size = ", want);
+}
+
+bool reduce_scatter(const std::vector<at::Tensor>& outputs,
+                    const std::vector<std::vector<at::Tensor>>& inputs, int size, int rank) {
+  one_tensor(outputs, "reduce_scatter");
+  NCCL_CORE_CHECK_VALUE(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size),
+                        "nccl_core reduce_scatter: expects a list of world size inputs");
+  const at::Tensor& output = outputs[0];
+  const auto& ins = inputs[0];
+  bool even = true;
+  for (const auto& i : ins) {
+    same_dtype(i, output, "reduce_scatter");
+    even = even && i.numel() == output.numel();
+  }
+  NCCL_CORE_CHECK_VALUE(ins[rank].numel() == output.numel(), "nccl_core reduce_scatter: input ",
+                        rank, " (this rank's share) has ", ins[rank].numel(),
+                        " elements, the output ", output.numel());
+  return even;
+}
+
+void reduce_scatter_tensor_coalesced(const std::vector<at::Tensor>& outputs,
+                                     const std::vector<at::Tensor>& inputs, int size) {
+  NCCL_CORE_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
+                        "nccl_core reduce_scatter_tensor_coalesced: expects as many outputs as "
+                        "inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    same_dtype(inputs[i], outputs[i], "reduce_scatter_tensor_coalesced");
+    NCCL_CORE_CHECK_VALUE(
+        inputs[i].numel() ==
+            times_world(outputs[i].numel(), size,
+                        "nccl_core reduce_scatter_tensor_coalesced: output numel x world size"),
+        "nccl_core reduce_scatter_tensor_coalesced: input ", i,
+        " must have world size x output elements");
+  }
+}
+
+void all_gather_into_tensor(const at::Tensor& input, const at::Tensor& output, int size) {
+  same_dtype(input, output, "all_gather_into_tensor");
+  int64_t want = times_world(input.numel(), size,
+                             "nccl_core all_gather_into_tensor: input numel x world size");
+  NCCL_CORE_CHECK_VALUE(output.numel() == want, "nccl_core all_gather_into_tensor: output has ",
+                        output.numel(), " elements, expected input numel x world size = ", want);
+}
+
+bool all_gather(const std::vector<std::vector<at::Tensor>>& outputs,
+                const std::vector<at::Tensor>& inputs, int size, int rank) {
+  one_tensor(inputs, "all_gather");
+  NCCL_CORE_CHECK_VALUE(outputs.size() == 1, "nccl_core all_gather: expects one output list");
+  const at::Tensor& input = inputs[0];
+  const auto& outs = outputs[0];
+  NCCL_CORE_CHECK_VALUE(outs.size() == static_cast<size_t>(size),
+                        "nccl_core all_gather: output list has ", outs.size(),
+                        " tensors, expected world size ", size);
+  bool even = true;
+  for (const auto& o : outs) {
+    same_dtype(input, o, "all_gather");
+    even = even && o.numel() == input.numel();
+  }
+  NCCL_CORE_CHECK_VALUE(outs[rank].numel() == input.numel(), "nccl_core all_gather: output ",
+                        rank, " (this rank's) has ", outs[rank].numel(), " elements, the input ",
+                        input.numel());
+  return even;
+}
+
+void allgather_coalesced(const std::vector<std::vector<at::Tensor>>& outputs,
+                         const std::vector<at::Tensor>& inputs, int size) {
+  NCCL_CORE_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
+                        "nccl_core allgather_coalesced: expects one output list per input");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    NCCL_CORE_CHECK_VALUE(outputs[i].size() == static_cast<size_t>(size),
+                          "nccl_core allgather_coalesced: output list ", i,
+                          " must have world size tensors");
+    for (const auto& o : outputs[i]) {
+      same_dtype(inputs[i], o, "allgather_coalesced");
+      NCCL_CORE_CHECK_VALUE(o.numel() == inputs[i].numel(),
+                            "nccl_core allgather_coalesced: output size mismatch");
+    }
+  }
+}
+
+void allgather_into_tensor_coalesced(const std::vector<at::Tensor>& outputs,
+                                     const std::vector<at::Tensor>& inputs, int size) {
+  NCCL_CORE_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
+                        "nccl_core allgather_into_tensor_coalesced: expects as many outputs as "
+                        "inputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    same_dtype(inputs[i], outputs[i], "allgather_into_tensor_coalesced");
+    NCCL_CORE_CHECK_VALUE(
+        outputs[i].numel() ==
+            times_world(inputs[i].numel(), size,
+                        "nccl_core allgather_into_tensor_coalesced: input numel x world size"),
+        "nccl_core allgather_into_tensor_coalesced: output ", i,
+        " must have world size x input elements");
+  }
+}
+
+void gather(const std::vector<std::vector<at::Tensor>>& outputs, const at::Tensor& input,
+            int size, bool is_root) {
+  if (!is_root) {
+    NCCL_CORE_CHECK_VALUE(outputs.empty() || outputs[0].empty(),
+                          "nccl_core gather: only the root takes output tensors");
+    return;
+  }
+  NCCL_CORE_CHECK_VALUE(outputs.size() == 1 && outputs[0].size() == static_cast<size_t>(size),
+                        "nccl_core gather: the root needs a list of world size outputs");
+  for (const auto& o : outputs[0]) {
+    same_dtype(input, o, "gather");
+    NCCL_CORE_CHECK_VALUE(o.numel() == input.numel(), "nccl_core gather: output size mismatch");
+  }
+}
+
+void scatter(const std::vector<std::vector<at::Tensor>>& inputs, const at::Tensor& output,
+             int size, bool is_root) {
+  if (!is_root) {
+    return;  // a non-root's inputs are not read
+  }
+  NCCL_CORE_CHECK_VALUE(inputs.size() == 1 && inputs[0].size() == static_cast<size_t>(size),
+                        "nccl_core scatter: the root needs a list of world size inputs");
+  for (const auto& i : inputs[0]) {
+    same_dtype(i, output, "scatter");
+    NCCL_CORE_CHECK_VALUE(i.numel() == output.numel(), "nccl_core scatter: input size mismatch");
+  }
+}
+
+bool all_to_all_single(const at::Tensor& input, const at::Tensor& output,
+                       const std::vector<int64_t>& input_splits,
+                       const std::vector<int64_t>& output_splits, int size) {
+  NCCL_CORE_CHECK_TYPE(input.scalar_type() == output.scalar_type(),
+                       "nccl_core all_to_all_single: dtype mismatch between input (",
+                       input.scalar_type(), ") and output (", output.scalar_type(), ")");
+  splits(input_splits, input, size, "input");
+  splits(output_splits, output, size, "output");
+  bool even = input_splits.empty() && output_splits.empty();
+  if (even) {
+    NCCL_CORE_CHECK_VALUE(input.numel() == output.numel(),
+                          "nccl_core all_to_all_single: input and output sizes differ");
+  }
+  return even;
+}
+
+void all_to_all(const std::vector<at::Tensor>& outputs, const std::vector<at::Tensor>& inputs,
+                int size) {
+  NCCL_CORE_CHECK_VALUE(inputs.size() == static_cast<size_t>(size) &&
+                            outputs.size() == static_cast<size_t>(size),
+                        "nccl_core all_to_all: expects world size input and output lists");
+  for (int r = 0; r < size; ++r) {
+    NCCL_CORE_CHECK_TYPE(inputs[r].scalar_type() == outputs[r].scalar_type(),
+                         "nccl_core all_to_all: dtype mismatch at index ", r);
+  }
+}
+
+}  // namespace nccl_core::torch_checks
