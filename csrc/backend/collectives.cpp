@@ -79,57 +79,15 @@ Buf Backend::buf(const at::Tensor& t, const char* op) const {
 ncclRedOp_t Backend::reduce_op(const c10d::ReduceOp& op, const at::Tensor& t,
                                ncclDataType_t type, Work& work,
                                const char* what) {
-  bool is_bool = t.scalar_type() == at::kBool;
-  bool complex = t.is_complex();
-  auto refuse = [&](const char* why) {
-    C10_THROW_ERROR(ValueError, std::string("nccl_core ") + what + ": " + why);
-  };
-  switch (op.op_) {
-    case c10d::ReduceOp::SUM:
-      return is_bool ? ncclMax : ncclSum; // logical OR
-    case c10d::ReduceOp::PRODUCT:
-      if (complex) {
-        refuse("PRODUCT is not supported for complex tensors");
-      }
-      return is_bool ? ncclMin : ncclProd; // logical AND
-    case c10d::ReduceOp::MIN:
-    case c10d::ReduceOp::MAX:
-      if (complex) {
-        refuse("MIN/MAX are not defined for complex tensors");
-      }
-      return op.op_ == c10d::ReduceOp::MIN ? ncclMin : ncclMax;
-    case c10d::ReduceOp::AVG:
-      if (is_bool) {
-        refuse("AVG is not supported for bool tensors");
-      }
-      return ncclAvg;
-    case c10d::ReduceOp::PREMUL_SUM:
-      break;
-    case c10d::ReduceOp::BAND:
-    case c10d::ReduceOp::BOR:
-    case c10d::ReduceOp::BXOR:
-      refuse("bitwise reduce ops (BAND, BOR, BXOR) are not supported by NCCL");
-    default:
-      refuse("unknown reduce op");
+  if (auto mapped = torch_checks::reduce_op(op, t, type, what)) {
+    return *mapped;
   }
-  // PREMUL_SUM: output = factor * sum(inputs), factor on host or device.
-  auto* sup =
-      dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
-  if (sup == nullptr) {
-    refuse("PREMUL_SUM without a factor; build it with "
-           "torch.distributed._make_nccl_premul_sum");
-  }
-  if (!types::is_floating(type) || type == ncclFloat8e4m3 ||
-      type == ncclFloat8e5m2) {
-    refuse("PREMUL_SUM needs a float16, bfloat16, float32 or float64 tensor");
-  }
+  // PREMUL_SUM (its factor checked): output = factor * sum(inputs).
+  auto* sup = static_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
   ncclComm_t comm = comm_->get();
   ncclRedOp_t out;
-  auto real_type = complex ? at::toRealValueType(t.scalar_type())
-                           : t.scalar_type();
+  auto real_type = t.is_complex() ? at::toRealValueType(t.scalar_type()) : t.scalar_type();
   if (sup->tensor_factor.defined()) {
-    NCCL_CORE_CHECK_VALUE(sup->tensor_factor.numel() == 1, "nccl_core ", what,
-                      ": PREMUL_SUM factor must have one element");
     // NCCL reads the device scalar while the collective runs, and it may be
     // the caller's own tensor (no copy): kept like the call's inputs.
     at::Tensor factor = sup->tensor_factor.to(t.device(), real_type).contiguous();

@@ -1,5 +1,8 @@
 #include "collectives/torch_checks.h"
 
+#include <string>
+
+#include "nccl/types.h"
 #include "util/checked.h"
 #include "util/torch_errors.h"
 
@@ -73,6 +76,55 @@ void point_to_point(const std::vector<at::Tensor>& tensors, int peer, int size, 
   NCCL_CORE_CHECK_VALUE(tensors.size() == 1, "nccl_core ", op, ": expects one tensor");
   NCCL_CORE_CHECK_VALUE(peer >= 0 && peer < size, "nccl_core ", op, ": peer rank ", peer,
                         " out of range for group size ", size);
+}
+
+std::optional<ncclRedOp_t> reduce_op(const c10d::ReduceOp& op, const at::Tensor& t,
+                                     ncclDataType_t type, const char* what) {
+  bool is_bool = t.scalar_type() == at::kBool;
+  bool complex = t.is_complex();
+  auto refuse = [&](const char* why) {
+    C10_THROW_ERROR(ValueError, std::string("nccl_core ") + what + ": " + why);
+  };
+  switch (op.op_) {
+    case c10d::ReduceOp::SUM:
+      return is_bool ? ncclMax : ncclSum;  // logical OR
+    case c10d::ReduceOp::PRODUCT:
+      if (complex) {
+        refuse("PRODUCT is not supported for complex tensors");
+      }
+      return is_bool ? ncclMin : ncclProd;  // logical AND
+    case c10d::ReduceOp::MIN:
+    case c10d::ReduceOp::MAX:
+      if (complex) {
+        refuse("MIN/MAX are not defined for complex tensors");
+      }
+      return op.op_ == c10d::ReduceOp::MIN ? ncclMin : ncclMax;
+    case c10d::ReduceOp::AVG:
+      if (is_bool) {
+        refuse("AVG is not supported for bool tensors");
+      }
+      return ncclAvg;
+    case c10d::ReduceOp::PREMUL_SUM:
+      break;
+    case c10d::ReduceOp::BAND:
+    case c10d::ReduceOp::BOR:
+    case c10d::ReduceOp::BXOR:
+      refuse("bitwise reduce ops (BAND, BOR, BXOR) are not supported by NCCL");
+    default:
+      refuse("unknown reduce op");
+  }
+  // PREMUL_SUM: output = factor * sum(inputs), factor on host or device.
+  auto* sup = dynamic_cast<c10d::NCCLPreMulSumSupplement*>(op.supplement_.get());
+  if (sup == nullptr) {
+    refuse("PREMUL_SUM without a factor; build it with "
+           "torch.distributed._make_nccl_premul_sum");
+  }
+  if (!types::is_floating(type) || type == ncclFloat8e4m3 || type == ncclFloat8e5m2) {
+    refuse("PREMUL_SUM needs a float16, bfloat16, float32 or float64 tensor");
+  }
+  NCCL_CORE_CHECK_VALUE(!sup->tensor_factor.defined() || sup->tensor_factor.numel() == 1,
+                        "nccl_core ", what, ": PREMUL_SUM factor must have one element");
+  return std::nullopt;
 }
 
 void allreduce_coalesced(const std::vector<at::Tensor>& tensors) {

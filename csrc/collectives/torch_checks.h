@@ -7,6 +7,8 @@
 #pragma once
 
 #include <ATen/ATen.h>
+#include <nccl.h>
+#include <torch/csrc/distributed/c10d/Types.hpp>
 
 #include <cstdint>
 #include <optional>
@@ -26,6 +28,13 @@ void usable(const at::Tensor& t, const char* op, const std::optional<at::Device>
 int root(int64_t root, int size, const char* op);
 // send / recv: one tensor, a peer rank inside the group.
 void point_to_point(const std::vector<at::Tensor>& tensors, int peer, int size, const char* op);
+
+// The NCCL reduction for a c10d reduce op on `t` (of NCCL type `type`): bool
+// SUM / PRODUCT as MAX / MIN (logical OR / AND); refused where torch's
+// contract or NCCL has none.  PREMUL_SUM: its factor and type are checked
+// and nullopt returned: the caller makes the op on its communicator.
+std::optional<ncclRedOp_t> reduce_op(const c10d::ReduceOp& op, const at::Tensor& t,
+                                     ncclDataType_t type, const char* what);
 
 void allreduce_coalesced(const std::vector<at::Tensor>& tensors);
 void reduce_scatter_tensor(const at::Tensor& input, const at::Tensor& output, int size);

@@ -189,6 +189,46 @@ def test_the_one_file_check_sees_a_second_caller(tmp_path):
         "ncclSend": {"csrc/backend/f.cpp", "csrc/collectives/f.cpp"}}
 
 
+# The backend's operation files and the refusals they may still raise: a
+# dtype NCCL has no type for (a conversion), a receive from any source (a
+# call NCCL cannot make).  Every other argument check of dist.* is
+# collectives/torch_checks.cpp's (issue 49).
+_OPERATION_FILES = ("collectives.cpp", "gathers.cpp", "p2p.cpp")
+_REFUSALS_LEFT = ("is not supported by NCCL", "receiving from any source")
+_ARGUMENT_CHECK = re.compile(
+    r"NCCL_CORE_CHECK_(?:VALUE|TYPE)\s*\(|C10_THROW_ERROR\s*\(\s*(?:ValueError|TypeError)")
+
+
+def _inline_argument_checks(backend_dir: str) -> list[str]:
+    """`file:line` of each argument check in the backend's operation files
+    that is not one of the refusals left there."""
+    found = []
+    for name in _OPERATION_FILES:
+        path = os.path.join(backend_dir, name)
+        if not os.path.exists(path):
+            continue
+        with open(path) as f:
+            text = f.read()
+        for m in _ARGUMENT_CHECK.finditer(text):
+            # The check's own text: up to the end of its statement.
+            end = text.find(";", m.end())
+            statement = text[m.start():end if end >= 0 else len(text)]
+            if not any(r in statement for r in _REFUSALS_LEFT):
+                found.append(f"csrc/backend/{name}:{text.count(chr(10), 0, m.start()) + 1}")
+    return found
+
+
+def test_dist_argument_checks_live_in_collectives():
+    assert _inline_argument_checks(os.path.join(CSRC, "backend")) == []
+
+
+def test_the_argument_check_rule_sees_an_inline_check(tmp_path):
+    (tmp_path / "gathers.cpp").write_text(
+        'x;\nNCCL_CORE_CHECK_VALUE(n > 0, "nccl_core gather: empty");\n'
+        'C10_THROW_ERROR(TypeError, concat(op, ": dtype is not supported by NCCL"));\n')
+    assert _inline_argument_checks(str(tmp_path)) == ["csrc/backend/gathers.cpp:2"]
+
+
 def _unnamed_units(doc: str, csrc: str) -> dict[str, list[str]]:
     """csrc folder -> its units (file names without extension) that its
     section of docs/architecture.md ("### csrc/<folder> ...") never names in
