@@ -31,9 +31,6 @@ def base_op(op: str) -> str:
     return op[: -len(GRAPH_SUFFIX)] if op.endswith(GRAPH_SUFFIX) else op
 
 
-GRAPH_OP = graph_op("all_reduce")
-
-
 def _nccl_memory(n: int, dtype, device) -> torch.Tensor:
     import nccl_core_backend as nc
 

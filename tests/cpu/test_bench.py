@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from nccl_core_backend.bench import cli, report, timing
-from nccl_core_backend.bench.collectives import (GRAPH_OP, OPS, bandwidth, base_op, bus_factor,
+from nccl_core_backend.bench.collectives import (OPS, bandwidth, base_op, bus_factor,
                                                  element_count, graph_op)
 from nccl_core_backend.bench.compare import activations_close, grads_close
 from nccl_core_backend.bench.data import DTYPES, EXACT_LIMIT, pattern_for
@@ -76,7 +76,7 @@ def test_format_bytes():
 def test_bus_factors(world):
     n = world
     assert bus_factor("all_reduce", n) == pytest.approx(2 * (n - 1) / n)
-    assert bus_factor(GRAPH_OP, n) == bus_factor("all_reduce", n)
+    assert bus_factor(graph_op("all_reduce"), n) == bus_factor("all_reduce", n)
     for op in ("all_gather_into_tensor", "reduce_scatter_tensor", "all_to_all_single"):
         assert bus_factor(op, n) == pytest.approx((n - 1) / n)
         assert bus_factor(graph_op(op), n) == bus_factor(op, n)
@@ -244,7 +244,7 @@ def fixture_result() -> dict:
                          "ratio": (10.0 + size / 1e6) / (20.0 + size / 1e6),
                          "path": "fast" if size <= 256 * KiB else "nccl",
                          "correct": {"nccl_core": True, "nccl": True}})
-    rows.append({"op": GRAPH_OP, "count": 100, "bytes": KiB, "dtype": "float32", "iters": 10,
+    rows.append({"op": graph_op("all_reduce"), "count": 100, "bytes": KiB, "dtype": "float32", "iters": 10,
                  "nccl_core": _timing(6.1, 0.3), "nccl": _timing(22.0, 0.1), "ratio": 6.1 / 22.0,
                  "correct": {"nccl_core": False, "nccl": True}})
     work = [{"workload": "tp_decode", "label": "tokens=1", "config": {"tokens": 1},
@@ -463,7 +463,7 @@ def test_footprint_options_and_table():
 def test_graph_rows_of_every_op_are_named_and_labelled():
     from nccl_core_backend.bench.report import op_label
 
-    assert GRAPH_OP == graph_op("all_reduce") == "all_reduce_graph"
+    assert graph_op("all_reduce") == "all_reduce_graph"
     for op in OPS:
         assert base_op(graph_op(op)) == op and base_op(op) == op
         assert op_label({"op": graph_op(op), "count": 7}) == f"{op}, graph of 7"
