@@ -3,6 +3,7 @@
 #include <cuda/atomic>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "nvlink/launcher.h"
 #include "nccl/api.h"
@@ -79,15 +80,19 @@ __device__ __forceinline__ void leave(const Shared& s, const BlockState& st, boo
 
 __device__ __forceinline__ size_t smin(size_t a, size_t b) { return a < b ? a : b; }
 
-// 16-byte packs a thread loads before it stores or combines any of them.  A
-// read of a peer's window over NVLink waits a round trip; with one pack in
-// flight per thread a call is bound by that latency, not by NVLink's
-// bandwidth (the 512 KiB - 1 MiB rows ran faster with 64 blocks than 32 for
-// the same reason).  Loads before stores also spare the compiler from
-// proving that a store cannot alias the next load.
+// 16-byte packs a thread loads before it stores or combines any of them, in
+// the wide kernels.  A read of a peer's window over NVLink waits a round
+// trip; with one pack in flight per thread a large call is bound by that
+// latency, not by NVLink's bandwidth (the 512 KiB - 1 MiB rows ran faster
+// with 64 blocks than 32 for the same reason).  A call whose threads get
+// one pack each has nothing to overlap and pays for the wide loop's
+// registers and bounds checks (+0.5-0.7 us a call at 64-256 KiB on 2xH200,
+// session 9), so it takes the narrow kernel (wide_for below).
 constexpr int kInFlight = 4;
 
+template <bool Wide>
 __device__ void copy_bytes(char* dst, const char* src, size_t n) {
+  constexpr int U = Wide ? kInFlight : 1;
   size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   size_t packs = 0;
@@ -95,15 +100,15 @@ __device__ void copy_bytes(char* dst, const char* src, size_t n) {
     packs = n / 16;
     const uint4* from = reinterpret_cast<const uint4*>(src);
     uint4* to = reinterpret_cast<uint4*>(dst);
-    for (size_t base = first; base < packs; base += kInFlight * stride) {
-      uint4 v[kInFlight];
+    for (size_t base = first; base < packs; base += U * stride) {
+      uint4 v[U];
 #pragma unroll
-      for (int u = 0; u < kInFlight; ++u) {
+      for (int u = 0; u < U; ++u) {
         size_t i = base + u * stride;
         if (i < packs) v[u] = from[i];
       }
 #pragma unroll
-      for (int u = 0; u < kInFlight; ++u) {
+      for (int u = 0; u < U; ++u) {
         size_t i = base + u * stride;
         if (i < packs) to[i] = v[u];
       }
@@ -158,7 +163,7 @@ __device__ bool barrier(const Shared& s, BlockState& st, const CallTag& tag) {
 // [lo, hi) (Vec: 16-byte packs instead of elements).  ToPeers: the result
 // also goes to element i of every peer's staged copy (the two-shot's
 // exchange; src_offset 0).
-template <class T, int Op, bool Vec, bool ToPeers>
+template <class T, int Op, bool Vec, bool Wide, bool ToPeers>
 __device__ void reduce_range(const Shared& s, const BlockState& st, size_t src_offset, T* out,
                              size_t lo, size_t hi, typename Acc<T>::type scale) {
   using A = typename Acc<T>::type;
@@ -171,7 +176,7 @@ __device__ void reduce_range(const Shared& s, const BlockState& st, size_t src_o
   if constexpr (Vec) {
     constexpr int V = 16 / sizeof(T);
     // Half as many packs in flight for 1-byte types: 16 accumulators a pack.
-    constexpr int U = V > 8 ? kInFlight / 2 : kInFlight;
+    constexpr int U = !Wide ? 1 : V > 8 ? kInFlight / 2 : kInFlight;
     for (size_t base = first; base < hi; base += U * stride) {
       A acc[U][V];
       Pack<T> pk[U];
@@ -231,7 +236,7 @@ __device__ void reduce_range(const Shared& s, const BlockState& st, size_t src_o
 // barriers chunk r of every copy is read and written by rank r alone, and a
 // rank stages into a half again only after a barrier every peer reached
 // once done with it.
-template <class T, int Op, bool Vec>
+template <class T, int Op, bool Vec, bool Wide>
 __global__ void __launch_bounds__(kThreads)
     reduce_kernel(Shared s, const char* in, size_t in_bytes, T* out, size_t count,
                   size_t src_offset, size_t chunk, typename Acc<T>::type scale, CallTag tag) {
@@ -240,7 +245,7 @@ __global__ void __launch_bounds__(kThreads)
     leave(s, st, false, tag.ticket);
     return;
   }
-  copy_bytes(half_of(s, s.rank, st), in, in_bytes);
+  copy_bytes<Wide>(half_of(s, s.rank, st), in, in_bytes);
   if (!barrier(s, st, tag)) {
     leave(s, st, false, tag.ticket);
     return;
@@ -248,13 +253,13 @@ __global__ void __launch_bounds__(kThreads)
   size_t units = Vec ? count / (16 / sizeof(T)) : count;
   if (chunk == 0) {
     if (!st.mismatch) {
-      reduce_range<T, Op, Vec, false>(s, st, src_offset, out, 0, units, scale);
+      reduce_range<T, Op, Vec, Wide, false>(s, st, src_offset, out, 0, units, scale);
     }
   } else {
     size_t lo = smin(units, s.rank * chunk);
     size_t hi = smin(units, lo + chunk);
     if (!st.mismatch) {
-      reduce_range<T, Op, Vec, true>(s, st, 0, out, lo, hi, scale);
+      reduce_range<T, Op, Vec, Wide, true>(s, st, 0, out, lo, hi, scale);
     }
     // Crossed even after a mismatch: peers that did not see it wait here.
     if (!barrier(s, st, tag)) {
@@ -269,13 +274,14 @@ __global__ void __launch_bounds__(kThreads)
       }
       size_t plo = smin(units, p * chunk);
       size_t phi = smin(units, plo + chunk);
-      copy_bytes(reinterpret_cast<char*>(out) + plo * unit_bytes, mine + plo * unit_bytes,
+      copy_bytes<Wide>(reinterpret_cast<char*>(out) + plo * unit_bytes, mine + plo * unit_bytes,
                  (phi - plo) * unit_bytes);
     }
   }
   leave(s, st, true, tag.ticket);
 }
 
+template <bool Wide>
 __global__ void __launch_bounds__(kThreads)
     copy_kernel(Shared s, const char* in, size_t in_bytes, char* out, size_t bytes,
                 size_t src_offset, int first_peer, int npeers, CallTag tag) {
@@ -284,14 +290,14 @@ __global__ void __launch_bounds__(kThreads)
     leave(s, st, false, tag.ticket);
     return;
   }
-  copy_bytes(half_of(s, s.rank, st), in, in_bytes);
+  copy_bytes<Wide>(half_of(s, s.rank, st), in, in_bytes);
   if (!barrier(s, st, tag)) {
     leave(s, st, false, tag.ticket);
     return;
   }
   for (int q = 0; q < npeers && !st.mismatch; ++q) {
-    copy_bytes(out + static_cast<size_t>(q) * bytes, half_of(s, first_peer + q, st) + src_offset,
-               bytes);
+    copy_bytes<Wide>(out + static_cast<size_t>(q) * bytes,
+                     half_of(s, first_peer + q, st) + src_offset, bytes);
   }
   leave(s, st, true, tag.ticket);
 }
@@ -311,6 +317,23 @@ unsigned blocks_for(const Shared& s, size_t bytes) {
   constexpr size_t KiB = 1024;
   int blocks = bytes <= 128 * KiB ? 16 : kMaxBlocks;
   return static_cast<unsigned>(blocks < s.max_blocks ? blocks : s.max_blocks);
+}
+
+// The wide kernels where a thread of `blocks` blocks gets two or more of the
+// call's 16-byte packs (the stage of `bytes`); the narrow ones otherwise.
+// Either kernel gives the same bits, so ranks need not agree on it.
+bool wide_for(size_t bytes, unsigned blocks) {
+  return bytes / 16 >= 2 * static_cast<size_t>(blocks) * kThreads;
+}
+
+// Launches fn's kernel template at Wide = wide.
+template <class Fn>
+void with_width(bool wide, Fn&& fn) {
+  if (wide) {
+    fn(std::true_type{});
+  } else {
+    fn(std::false_type{});
+  }
 }
 
 }  // namespace
@@ -337,18 +360,22 @@ bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, 
     }
     size_t chunk = vec ? chunk_elems / V : chunk_elems;
     const unsigned blocks = blocks_for(s, in_count * sizeof(T));
+    const bool wide = wide_for(in_count * sizeof(T), blocks);
     launched = visit_op<T>(op, [&](auto ot) {
       constexpr int Op = decltype(ot)::value;
       const char* bytes_in = static_cast<const char*>(in);
-      if (vec) {
-        launch_kernel<reduce_kernel<T, Op, true>>(blocks, kThreads, stream, s, bytes_in,
-                                                  in_count * sizeof(T), static_cast<T*>(out),
-                                                  count, src_offset, chunk, scale, tag);
-      } else {
-        launch_kernel<reduce_kernel<T, Op, false>>(blocks, kThreads, stream, s, bytes_in,
-                                                   in_count * sizeof(T), static_cast<T*>(out),
-                                                   count, src_offset, chunk, scale, tag);
-      }
+      with_width(wide, [&](auto wt) {
+        constexpr bool Wide = decltype(wt)::value;
+        if (vec) {
+          launch_kernel<reduce_kernel<T, Op, true, Wide>>(blocks, kThreads, stream, s, bytes_in,
+                                                          in_count * sizeof(T), static_cast<T*>(out),
+                                                          count, src_offset, chunk, scale, tag);
+        } else {
+          launch_kernel<reduce_kernel<T, Op, false, Wide>>(blocks, kThreads, stream, s, bytes_in,
+                                                           in_count * sizeof(T), static_cast<T*>(out),
+                                                           count, src_offset, chunk, scale, tag);
+        }
+      });
     });
   });
   return launched;
@@ -358,9 +385,14 @@ void launch_copy(const Shared& s, const void* in, size_t in_bytes, void* out, si
                  size_t src_offset, int first, int npeers, const CallTag& tag, cudaStream_t stream) {
   // Equal on every rank (a broadcast's root stages, the others read).
   size_t moved = bytes * static_cast<size_t>(npeers > 1 ? npeers : 1);
-  launch_kernel<copy_kernel>(blocks_for(s, moved), kThreads, stream, s,
-                             static_cast<const char*>(in), in_bytes, static_cast<char*>(out),
-                             bytes, src_offset, first, npeers, tag);
+  const unsigned blocks = blocks_for(s, moved);
+  // The stage moves in_bytes, the read `moved`: wide when the larger does.
+  with_width(wide_for(in_bytes > moved ? in_bytes : moved, blocks), [&](auto wt) {
+    launch_kernel<copy_kernel<decltype(wt)::value>>(blocks, kThreads, stream, s,
+                                                    static_cast<const char*>(in), in_bytes,
+                                                    static_cast<char*>(out), bytes, src_offset,
+                                                    first, npeers, tag);
+  });
 }
 
 }  // namespace nccl_core::nvlink

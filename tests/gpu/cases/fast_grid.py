@@ -17,8 +17,14 @@ from tests.gpu.registry import case
 
 ROUNDS = 20
 LIMIT = 1 << 20
-# Bytes each rank stages: the table's smallest grid, the largest, and between.
-SIZES = (4 << 10, LIMIT, 300 << 10, 96 << 10, 600 << 10)
+# Bytes each rank stages: the table's smallest grid, the largest, and between;
+# 256 KiB is the last size whose threads get one 16-byte pack each (the
+# narrow kernels, kernels.cu wide_for) and 256 KiB + 16 the first of the wide
+# ones, whose other packs lie past the end of the call.
+SIZES = (4 << 10, LIMIT, 300 << 10, 96 << 10, 256 << 10, (256 << 10) + 16, 600 << 10)
+# The wide loop's pack shapes (16, 8, 4 and 2 elements a pack), one op each.
+WIDE_ALL_REDUCES = ((torch.uint8, "MAX"), (torch.float16, "MIN"), (torch.float32, "PRODUCT"),
+                    (torch.float64, "SUM"))
 
 
 def _group(ctx):
@@ -87,10 +93,20 @@ def fast_path_grid_changes_between_calls(ctx):
         kept.append((t, reduce_ref(ins, "AVG", torch.bfloat16), torch.bfloat16,
                      f"all_reduce AVG bf16 {LIMIT} B misaligned round {i}"))
         calls += 1
+        # every pack shape of the wide loop, at a size that takes it
+        for j, (dtype, op) in enumerate(WIDE_ALL_REDUCES):
+            n = (600 << 10) // dtype.itemsize
+            ins = [make(ctx, q, dtype, n=n, op=op, salt=100 * i + j) for q in range(w)]
+            t = ins[r].to(d)
+            dist.all_reduce(t, op=getattr(dist.ReduceOp, op), group=g)
+            kept.append((t, reduce_ref(ins, op, dtype), dtype, f"all_reduce {op} {dtype} round {i}"))
+            calls += 1
     torch.cuda.synchronize(d)
     taken = be._fast_path_calls() - taken0
     if taken != calls:
         fail(f"{taken} of {calls} calls took the fast path")
+    ops = {dtype: op for dtype, op in WIDE_ALL_REDUCES}
+    ops.update({torch.bfloat16: "AVG", torch.int32: "SUM"})
     for out, ref, dtype, what in kept:
-        check(out, ref, dtype, "AVG" if dtype == torch.bfloat16 else "SUM", w, what)
+        check(out, ref, dtype, ops[dtype], w, what)
     dist.destroy_process_group(g)
