@@ -34,13 +34,14 @@ const std::vector<PathRow> kTable = {
      "4 MiB 0.87, 8 MiB 0.91, 16 MiB 0.94, 32 MiB 1.00 (NCCL from there), b26a96d. One "
      "shot at every size: the two-shot that stores took 1.23-1.65x the one-shot's time at "
      "64 KiB-1 MiB (graphs, 2xH200, session 8)"},
-    {3, 4, {MiB, 256 * KiB, 256 * KiB, 256 * KiB, 256 * KiB}, all(0), 4 * MiB, 8 * MiB, MiB,
+    {3, 4, all(MiB), all(0), 4 * MiB, 8 * MiB, MiB,
      "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, python -m nccl_core_backend.bench (per-call "
      "events, back to back), at 4 ranks (3 not measured: taken from 4). Captured all_reduce, "
      "100 bf16 calls in a graph: 64 KiB-256 KiB 0.37-0.50 (9.2-11.3 us a call), 512 KiB "
      "0.52 and 1 MiB 0.59 on the fast path (15.9 / 22.7 us against 30.6 / 38.4; NCCL "
-     "there before: 0.93-1.03), session 7, 2026-11-27; the other operations keep 256 KiB "
-     "(all_reduce 1 KiB-4 MiB 0.41-0.58, df2ed55). Eager: the fast path 1.06-1.77 at every "
+     "there before: 0.93-1.03), session 7, 2026-11-27; the other operations captured, "
+     "graphs of 100 calls, 64 KiB-1 MiB: 0.30-0.65 (the limit forced to 1 MiB, 1ce482d, "
+     "session 9, 2026-11-28). Eager: the fast path 1.06-1.77 at every "
      "op 8 B-256 KiB (b26a96d; the host's launch as at 2 ranks), so NCCL there. Push "
      "all_reduce 512 KiB 1.44-1.48, 1 MiB 1.23-1.27, 2 MiB 1.03-1.05 (NCCL there), 4 MiB "
      "0.91, 8 MiB 0.97, 16 MiB 1.10 (df2ed55; NCCL from there), b26a96d. Two shots from "
