@@ -38,29 +38,6 @@ const PathOverrides& raw_overrides() {
   return overrides;
 }
 
-// The call on `shared`, whose mutex the caller holds: the fast path alone.
-bool run(Communicator& c, SharedEngine& shared, const Buffer& send, void* out, ncclRedOp_t op,
-         cudaStream_t stream) {
-  host_profile::Timer prof;
-  c10::cuda::CUDAGuard on_device(static_cast<c10::DeviceIndex>(c.device()));
-  prof.mark(host_profile::kRawPath);
-  // Kernels launched outside capture report when they leave, so an abort
-  // waits for them before NCCL unmaps the window (progress.h); the engine
-  // draws no ticket for a call being captured.
-  Engine& engine = shared.engine;
-  engine.arm(false);
-  bool launched = false;
-  try {
-    launched = engine.all_reduce(c, send.ptr, out, send.count, send.type, op, stream);
-  } catch (...) {
-    engine.take_ticket();  // disarm
-    throw;
-  }
-  engine.take_ticket();
-  prof.mark(host_profile::kRawCall);
-  return launched;
-}
-
 // Whether a call staging `staged` bytes fits the largest call `shared` takes
 // on the fast path in either mode (the engine decides the mode's limit).
 bool fits(const SharedEngine& shared, size_t staged) {
@@ -86,11 +63,22 @@ RawEngineCall::RawEngineCall(Communicator& c, size_t staged, bool push) {
     return;  // only NCCL runs this size: hold nothing
   }
   lock_ = std::unique_lock<std::mutex>(shared->mutex);
+  shared_ = std::move(shared);
+  hold(c);
+}
+
+RawEngineCall::RawEngineCall(Communicator& c, std::shared_ptr<SharedEngine> shared,
+                             std::unique_lock<std::mutex> lock)
+    : shared_(std::move(shared)), lock_(std::move(lock)) {
+  hold(c);
+}
+
+void RawEngineCall::hold(Communicator& c) {
   on_device_.emplace(static_cast<c10::DeviceIndex>(c.device()));
   // Kernels launched outside capture report when they leave, so an abort
-  // waits for them before NCCL unmaps the window (progress.h).
-  shared->engine.arm(false);
-  shared_ = std::move(shared);
+  // waits for them before NCCL unmaps the window (progress.h); the engine
+  // draws no ticket for a call being captured.
+  shared_->engine.arm(false);
   prof_.mark(host_profile::kRawPath);
 }
 
@@ -114,7 +102,8 @@ bool raw_all_reduce_now(Communicator& c, const Buffer& send, void* out, ncclRedO
   if (!lock.owns_lock() || !shared->engine.is_set_up()) {
     return false;  // busy, or its first call makes the window (collective)
   }
-  return run(c, *shared, send, out, op, stream);
+  RawEngineCall call(c, std::move(shared), std::move(lock));
+  return call.engine()->all_reduce(c, send.ptr, out, send.count, send.type, op, stream);
 }
 
 uint64_t raw_fast_path_calls(Communicator& c) {

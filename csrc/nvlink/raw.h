@@ -51,6 +51,12 @@ class RawEngineCall {
   Engine* engine() const;
 
  private:
+  friend bool raw_all_reduce_now(Communicator&, const Buffer&, void*, ncclRedOp_t, cudaStream_t);
+  // For `shared`, whose mutex `lock` holds already.
+  RawEngineCall(Communicator& c, std::shared_ptr<SharedEngine> shared,
+                std::unique_lock<std::mutex> lock);
+  void hold(Communicator& c);  // the device, arming: once the lock is held
+
   host_profile::Timer prof_;
   std::shared_ptr<SharedEngine> shared_;
   std::unique_lock<std::mutex> lock_;
