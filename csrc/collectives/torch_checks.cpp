@@ -4,6 +4,7 @@
 
 #include "nccl/types.h"
 #include "util/checked.h"
+#include "util/concat.h"
 #include "util/torch_errors.h"
 
 namespace nccl_core::torch_checks {
@@ -35,9 +36,46 @@ void splits(const std::vector<int64_t>& splits, const at::Tensor& t, int size,
                         t.dim() > 0 ? t.size(0) : 0);
 }
 
-// world size x `n` elements, refused where the product would wrap.
-int64_t times_world(int64_t n, int size, const char* what) {
-  return checked::mul_signed<raise_value_error>(n, size, what);
+// Which side of a call holds world size x the other's elements.
+enum class Whole { kInput, kOutput };
+
+// "nccl_core <op>: <part> numel x world size", the product's name.
+std::string product_name(const char* op, Whole whole) {
+  return concat("nccl_core ", op, ": ", whole == Whole::kInput ? "output" : "input",
+                " numel x world size");
+}
+
+// The `whole` side of (input, output) holds world size x the other's
+// elements, the product refused where it would wrap.
+void world_times(const at::Tensor& input, const at::Tensor& output, Whole whole, int size,
+                 const char* op) {
+  same_dtype(input, output, op);
+  const at::Tensor& part = whole == Whole::kInput ? output : input;
+  const at::Tensor& full = whole == Whole::kInput ? input : output;
+  int64_t want = checked::mul_signed<raise_value_error>(part.numel(), size,
+                                                        product_name(op, whole).c_str());
+  NCCL_CORE_CHECK_VALUE(full.numel() == want, "nccl_core ", op, ": ",
+                        whole == Whole::kInput ? "input" : "output", " has ", full.numel(),
+                        " elements, expected ", whole == Whole::kInput ? "output" : "input",
+                        " numel x world size = ", want);
+}
+
+// The coalesced form: pair i of the lists, named by its index.
+void world_times_pairs(const std::vector<at::Tensor>& inputs,
+                       const std::vector<at::Tensor>& outputs, Whole whole, int size,
+                       const char* op) {
+  NCCL_CORE_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(), "nccl_core ", op,
+                        ": expects as many outputs as inputs");
+  const std::string what = product_name(op, whole);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    same_dtype(inputs[i], outputs[i], op);
+    const at::Tensor& part = whole == Whole::kInput ? outputs[i] : inputs[i];
+    const at::Tensor& full = whole == Whole::kInput ? inputs[i] : outputs[i];
+    NCCL_CORE_CHECK_VALUE(
+        full.numel() == checked::mul_signed<raise_value_error>(part.numel(), size, what.c_str()),
+        "nccl_core ", op, ": ", whole == Whole::kInput ? "input " : "output ", i,
+        " must have world size x ", whole == Whole::kInput ? "output" : "input", " elements");
+  }
 }
 
 }  // namespace
@@ -132,11 +170,7 @@ void allreduce_coalesced(const std::vector<at::Tensor>& tensors) {
 }
 
 void reduce_scatter_tensor(const at::Tensor& input, const at::Tensor& output, int size) {
-  same_dtype(input, output, "reduce_scatter_tensor");
-  int64_t want = times_world(output.numel(), size,
-                             "nccl_core reduce_scatter_tensor: output numel x world size");
-  NCCL_CORE_CHECK_VALUE(input.numel() == want, "nccl_core reduce_scatter_tensor: input has ",
-                        input.numel(), " elements, expected output numel x world size = ", want);
+  world_times(input, output, Whole::kInput, size, "reduce_scatter_tensor");
 }
 
 bool reduce_scatter(const std::vector<at::Tensor>& outputs,
@@ -159,26 +193,11 @@ bool reduce_scatter(const std::vector<at::Tensor>& outputs,
 
 void reduce_scatter_tensor_coalesced(const std::vector<at::Tensor>& outputs,
                                      const std::vector<at::Tensor>& inputs, int size) {
-  NCCL_CORE_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
-                        "nccl_core reduce_scatter_tensor_coalesced: expects as many outputs as "
-                        "inputs");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    same_dtype(inputs[i], outputs[i], "reduce_scatter_tensor_coalesced");
-    NCCL_CORE_CHECK_VALUE(
-        inputs[i].numel() ==
-            times_world(outputs[i].numel(), size,
-                        "nccl_core reduce_scatter_tensor_coalesced: output numel x world size"),
-        "nccl_core reduce_scatter_tensor_coalesced: input ", i,
-        " must have world size x output elements");
-  }
+  world_times_pairs(inputs, outputs, Whole::kInput, size, "reduce_scatter_tensor_coalesced");
 }
 
 void all_gather_into_tensor(const at::Tensor& input, const at::Tensor& output, int size) {
-  same_dtype(input, output, "all_gather_into_tensor");
-  int64_t want = times_world(input.numel(), size,
-                             "nccl_core all_gather_into_tensor: input numel x world size");
-  NCCL_CORE_CHECK_VALUE(output.numel() == want, "nccl_core all_gather_into_tensor: output has ",
-                        output.numel(), " elements, expected input numel x world size = ", want);
+  world_times(input, output, Whole::kOutput, size, "all_gather_into_tensor");
 }
 
 bool all_gather(const std::vector<std::vector<at::Tensor>>& outputs,
@@ -219,18 +238,7 @@ void allgather_coalesced(const std::vector<std::vector<at::Tensor>>& outputs,
 
 void allgather_into_tensor_coalesced(const std::vector<at::Tensor>& outputs,
                                      const std::vector<at::Tensor>& inputs, int size) {
-  NCCL_CORE_CHECK_VALUE(!inputs.empty() && outputs.size() == inputs.size(),
-                        "nccl_core allgather_into_tensor_coalesced: expects as many outputs as "
-                        "inputs");
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    same_dtype(inputs[i], outputs[i], "allgather_into_tensor_coalesced");
-    NCCL_CORE_CHECK_VALUE(
-        outputs[i].numel() ==
-            times_world(inputs[i].numel(), size,
-                        "nccl_core allgather_into_tensor_coalesced: input numel x world size"),
-        "nccl_core allgather_into_tensor_coalesced: output ", i,
-        " must have world size x input elements");
-  }
+  world_times_pairs(inputs, outputs, Whole::kOutput, size, "allgather_into_tensor_coalesced");
 }
 
 void gather(const std::vector<std::vector<at::Tensor>>& outputs, const at::Tensor& input,
@@ -264,9 +272,7 @@ void scatter(const std::vector<std::vector<at::Tensor>>& inputs, const at::Tenso
 bool all_to_all_single(const at::Tensor& input, const at::Tensor& output,
                        const std::vector<int64_t>& input_splits,
                        const std::vector<int64_t>& output_splits, int size) {
-  NCCL_CORE_CHECK_TYPE(input.scalar_type() == output.scalar_type(),
-                       "nccl_core all_to_all_single: dtype mismatch between input (",
-                       input.scalar_type(), ") and output (", output.scalar_type(), ")");
+  same_dtype(input, output, "all_to_all_single");
   splits(input_splits, input, size, "input");
   splits(output_splits, output, size, "output");
   bool even = input_splits.empty() && output_splits.empty();
