@@ -33,7 +33,8 @@ def table() -> list[dict]:
     """Rows of the table: ``min_world``, ``max_world``, ``fast_max_bytes`` (per
     operation, the largest input the fast path takes in a captured call; 0:
     none), ``eager_fast_max_bytes`` (the same for eager calls),
-    ``push_min_bytes``/``push_max_bytes`` (all_reduce; max 0: no push),
+    ``push_min_bytes``/``push_max_bytes`` (all_reduce, captured calls; max 0:
+    no push), ``eager_push_min_bytes`` (the push's minimum for eager calls),
     ``two_shot_min_bytes`` (a fast-path all_reduce of this size or more takes
     two shots; 0: never) and ``measured``."""
     from nccl_core_backend import _C
@@ -65,8 +66,9 @@ def path_of(op: str, input_bytes: int, world: int, graph: bool = False, **option
     limits = choice["fast_max_bytes" if graph else "eager_fast_max_bytes"]
     if 0 < input_bytes <= limits[op]:
         return "fast"
+    push_min = choice["push_min_bytes" if graph else "eager_push_min_bytes"]
     if (op == "all_reduce" and choice["push_max_bytes"] > 0
-            and choice["push_min_bytes"] <= input_bytes <= choice["push_max_bytes"]):
+            and push_min <= input_bytes <= choice["push_max_bytes"]):
         return "push"
     return "nccl"
 
@@ -95,8 +97,10 @@ def render() -> str:
         ranks = str(row["min_world"]) if hi == row["min_world"] else \
             f"{row['min_world']}+" if hi > 1 << 20 else f"{row['min_world']}-{hi}"
         fast_text, eager_text = _limits(row["fast_max_bytes"]), _limits(row["eager_fast_max_bytes"])
-        push = (f"{_bytes(row['push_min_bytes'])} - {_bytes(row['push_max_bytes'])}"
-                if row["push_max_bytes"] else "off")
+        push_min = _bytes(row["push_min_bytes"])
+        if row["eager_push_min_bytes"] != row["push_min_bytes"]:
+            push_min += f" (eager {_bytes(row['eager_push_min_bytes'])})"
+        push = f"{push_min} - {_bytes(row['push_max_bytes'])}" if row["push_max_bytes"] else "off"
         two_shot = _bytes(row["two_shot_min_bytes"]) if row["two_shot_min_bytes"] else "never"
         lines.append(f"| {ranks} | {fast_text} | {eager_text} | {push} | {two_shot} "
                      f"| {row['measured']} |")

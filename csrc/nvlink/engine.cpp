@@ -250,6 +250,12 @@ bool Engine::all_reduce_pushed(Communicator& comm, void* data, size_t count,
   if (!push_.covers(bytes) || !push_covers(bytes, type, op) || !push_ready(comm, bytes, stream)) {
     return false;
   }
+  // The staging is set up above for captured calls' sizes even where eager
+  // calls of that size go to NCCL: a capture cannot set up, and the calls
+  // before a capture (its warm-up) are eager.
+  if (!push_.covers(bytes, capturing_)) {
+    return false;
+  }
   start_call(comm, stream);
   push_calls_.fetch_add(1, std::memory_order_relaxed);
   push_captured_ = push_captured_ || capturing_;

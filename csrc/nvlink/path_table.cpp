@@ -17,10 +17,10 @@ constexpr std::array<size_t, kColls> all(size_t bytes) { return {bytes, bytes, b
 // (python -m nccl_core_backend.bench; below 1 is faster).  Rows not yet
 // measured keep the settings from before the table, and say so.
 const std::vector<PathRow> kTable = {
-    {1, 1, all(256 * KiB), all(256 * KiB), 0, 0, 0,
+    {1, 1, all(256 * KiB), all(256 * KiB), 0, 0, 0, 0,
      "not measured at one rank: the fast path's earlier default (256 KiB for every "
      "operation, both modes); no push (nothing to push to), no two shots (no peers)"},
-    {2, 2, all(MiB), all(0), 2 * MiB, 16 * MiB, 0,
+    {2, 2, all(MiB), all(0), 2 * MiB, 2 * MiB, 16 * MiB, 0,
      "Captured all_reduce: 100 bf16 calls in a CUDA graph, 2 and 4xH200 (NVLink), torch "
      "2.11, NCCL 2.28.9, the grid by size (kernels.cu): 64 KiB-256 KiB 0.39-0.43, 512 KiB "
      "0.40-0.48, 1 MiB 0.45-0.46 (6.9-13.7 us a call against nccl's 16-30), session 7, "
@@ -34,7 +34,7 @@ const std::vector<PathRow> kTable = {
      "4 MiB 0.87, 8 MiB 0.91, 16 MiB 0.94, 32 MiB 1.00 (NCCL from there), b26a96d. One "
      "shot at every size: the two-shot that stores took 1.23-1.65x the one-shot's time at "
      "64 KiB-1 MiB (graphs, 2xH200, session 8)"},
-    {3, 4, all(MiB), all(0), 4 * MiB, 8 * MiB, MiB,
+    {3, 4, all(MiB), all(0), 2 * MiB, 4 * MiB, 8 * MiB, MiB,
      "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, python -m nccl_core_backend.bench (per-call "
      "events, back to back), at 4 ranks (3 not measured: taken from 4). Captured all_reduce, "
      "100 bf16 calls in a graph: 64 KiB-256 KiB 0.37-0.50 (9.2-11.3 us a call), 512 KiB "
@@ -46,8 +46,12 @@ const std::vector<PathRow> kTable = {
      "all_reduce 512 KiB 1.44-1.48, 1 MiB 1.23-1.27, 2 MiB 1.03-1.05 (NCCL there), 4 MiB "
      "0.91, 8 MiB 0.97, 16 MiB 1.10 (df2ed55; NCCL from there), b26a96d. Two shots from "
      "1 MiB: the crossover of the earlier two-shot, which loaded every chunk twice (the one "
-     "that stores is not measured yet)"},
-    {5, INT_MAX, all(256 * KiB), all(0), 0, 0, MiB,
+     "that stores: 15.0-17.2 us at 64-512 KiB against one shot's 10.2-15.8, 19.8 against "
+     "20.0 at 1 MiB, session 9). Captured push from 2 MiB: 2 MiB 26.2 us a call against "
+     "nccl's 52.3 (0.50; NCCL there took 51.5, 1.03), 1 MiB 22.5 against the fast path's "
+     "19.7 (session 10, 2026-11-28, 4xH200); eager calls keep 4 MiB, where the push at 2 "
+     "MiB measured 1.03-1.05 (df2ed55)"},
+    {5, INT_MAX, all(256 * KiB), all(0), 0, 0, 0, MiB,
      "not measured beyond 4 ranks: captured calls keep the fast path's earlier default (256 "
      "KiB for every operation); eager calls go to NCCL as at 2-4 ranks (the host's launch "
      "does not shrink with the group); no push (its staging and peer count grow with the "
@@ -91,6 +95,7 @@ GroupPaths paths_for(int world, const PathOverrides& overrides) {
                            : overrides.eager_fast_max_bytes ? all(*overrides.eager_fast_max_bytes)
                                                             : row.eager_fast_max_bytes;
   g.push.min_bytes = overrides.push_min_bytes.value_or(row.push_min_bytes);
+  g.push.eager_min_bytes = overrides.push_min_bytes.value_or(row.eager_push_min_bytes);
   g.push.max_bytes = overrides.push_max_bytes.value_or(row.push_max_bytes);
   g.push.ctas = overrides.push_ctas;
   g.two_shot_min_bytes = overrides.two_shot_min_bytes.value_or(row.two_shot_min_bytes);

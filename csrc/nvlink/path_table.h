@@ -24,13 +24,19 @@ constexpr int kColls = 5;
 // broadcast, all_to_all_single.
 const char* coll_name(Coll c);
 
-// The push all-reduce: calls of [min_bytes, max_bytes] on at most `ctas`
-// blocks; max_bytes 0 = off.
+// The push all-reduce: captured calls of [min_bytes, max_bytes], eager ones
+// of [eager_min_bytes, max_bytes] (eager_min_bytes >= min_bytes), on at most
+// `ctas` blocks; max_bytes 0 = off.
 struct PushConfig {
   size_t min_bytes = 0;
+  size_t eager_min_bytes = 0;
   size_t max_bytes = 0;
   int ctas = 32;
+  // Either mode (the staging is set up for these sizes).
   bool covers(size_t bytes) const { return max_bytes > 0 && bytes >= min_bytes && bytes <= max_bytes; }
+  bool covers(size_t bytes, bool captured) const {
+    return covers(bytes) && (captured || bytes >= eager_min_bytes);
+  }
 };
 
 // One row: groups of min_world..max_world ranks.
@@ -39,8 +45,9 @@ struct PathRow {
   int max_world;
   std::array<size_t, kColls> fast_max_bytes;  // captured calls: fast path up to this; 0 = never
   std::array<size_t, kColls> eager_fast_max_bytes;  // eager calls: likewise (at most the above)
-  size_t push_min_bytes;  // all_reduce only
-  size_t push_max_bytes;  // 0 = never
+  size_t push_min_bytes;        // all_reduce only: captured calls
+  size_t eager_push_min_bytes;  // eager calls (at least the above)
+  size_t push_max_bytes;        // 0 = never
   // Fast-path all_reduces from this size on take two shots (kernels.h); 0 = never.
   size_t two_shot_min_bytes;
   const char* measured;   // the run that set the row
@@ -64,7 +71,7 @@ struct GroupPaths {
 struct PathOverrides {
   std::optional<size_t> fast_max_bytes;        // both modes
   std::optional<size_t> eager_fast_max_bytes;  // eager calls, where the above is unset
-  std::optional<size_t> push_min_bytes;
+  std::optional<size_t> push_min_bytes;  // both modes
   std::optional<size_t> push_max_bytes;
   int push_ctas = 32;
   std::optional<size_t> two_shot_min_bytes;

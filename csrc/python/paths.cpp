@@ -31,6 +31,7 @@ py::dict paths_dict(const nvlink::GroupPaths& g) {
   d["fast_max_bytes"] = per_op(g.fast_max_bytes);
   d["eager_fast_max_bytes"] = per_op(g.eager_fast_max_bytes);
   d["push_min_bytes"] = g.push.min_bytes;
+  d["eager_push_min_bytes"] = g.push.eager_min_bytes;
   d["push_max_bytes"] = g.push.max_bytes;
   d["push_ctas"] = g.push.ctas;
   d["two_shot_min_bytes"] = g.two_shot_min_bytes;
@@ -49,6 +50,7 @@ void bind_paths(py::module_& m) {
           d["fast_max_bytes"] = per_op(row.fast_max_bytes);
           d["eager_fast_max_bytes"] = per_op(row.eager_fast_max_bytes);
           d["push_min_bytes"] = row.push_min_bytes;
+          d["eager_push_min_bytes"] = row.eager_push_min_bytes;
           d["push_max_bytes"] = row.push_max_bytes;
           d["two_shot_min_bytes"] = row.two_shot_min_bytes;
           d["measured"] = row.measured;
@@ -59,7 +61,7 @@ void bind_paths(py::module_& m) {
       "The path table (nvlink/path_table.h): per range of world sizes, the largest "
       "input in bytes of each operation's fast path in captured calls (fast_max_bytes) "
       "and in eager calls (eager_fast_max_bytes), the push all-reduce's range (max 0: "
-      "off), the size from which a fast-path all_reduce takes two shots (0: never) and the "
+      "off; from push_min_bytes captured, eager_push_min_bytes eager), the size from which a fast-path all_reduce takes two shots (0: never) and the "
       "measurement that set the row.");
   m.def(
       "_paths_for",

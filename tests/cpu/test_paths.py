@@ -48,6 +48,9 @@ def test_rows_cover_every_world_size_once_and_say_what_set_them():
     ("all_reduce", 16 * MiB, 2, True, "push"),
     ("all_reduce", 32 * MiB, 2, False, "nccl"),  # 32 MiB measured 1.00 with NCCL, 64 MiB 1.01 pushed
     ("all_reduce", 2 * MiB, 4, False, "nccl"),  # 2 MiB measured 1.03-1.05 with the push at 4 ranks
+    ("all_reduce", 2 * MiB, 4, True, "push"),  # captured: 0.50 pushed, 1.03 with NCCL
+    ("all_reduce", 2 * MiB, 3, True, "push"),
+    ("all_reduce", 2 * MiB - 16, 4, True, "nccl"),
     ("all_reduce", 4 * MiB, 4, False, "push"),
     ("all_reduce", 8 * MiB, 4, True, "push"),
     ("all_reduce", 16 * MiB, 4, False, "nccl"),  # 16 MiB measured 1.10 with the push at 4 ranks
@@ -77,6 +80,12 @@ def test_options_override_the_table_for_every_operation():
     assert set(wide["fast_max_bytes"].values()) == set(wide["eager_fast_max_bytes"].values()) == {MiB}
     assert paths.path_of("broadcast", MiB, 8, fast_path_max_bytes=MiB) == "fast"  # eager too
     assert (wide["push_min_bytes"], wide["push_max_bytes"]) == (2 * MiB, 64 * MiB)
+    assert wide["eager_push_min_bytes"] == 2 * MiB  # the option sets both modes
+    four = paths.for_world(4)
+    assert (four["push_min_bytes"], four["eager_push_min_bytes"]) == (2 * MiB, 4 * MiB)
+    both = paths.for_world(4, push_min_bytes=MiB)
+    assert (both["push_min_bytes"], both["eager_push_min_bytes"]) == (MiB, MiB)
+    assert paths.path_of("all_reduce", 2 * MiB, 4, push_min_bytes=MiB) == "push"
     assert paths.path_of("all_reduce", 32 * MiB, 8, push_max_bytes=64 * MiB) == "push"
 
 
@@ -88,7 +97,7 @@ def test_two_shots_from_the_table_or_the_option():
     assert paths.for_world(4)["two_shot_min_bytes"] == MiB
     assert paths.for_world(2, two_shot_min_bytes=256 * KiB)["two_shot_min_bytes"] == 256 * KiB
     assert paths.for_world(4, two_shot_min_bytes=0)["two_shot_min_bytes"] == 0
-    assert "| 4 MiB - 8 MiB | 1 MiB |" in paths.render()
+    assert "| 2 MiB (eager 4 MiB) - 8 MiB | 1 MiB |" in paths.render()
     assert "| 2 MiB - 16 MiB | never |" in paths.render()
 
 
@@ -114,7 +123,7 @@ def test_render_and_the_bench_print_the_table():
     text = paths.render()
     assert text.count("\n") == len(paths.table()) + 1
     assert "| 2 | 1 MiB, every op | off | 2 MiB - 16 MiB | never |" in text
-    assert "| 3-4 | 1 MiB, every op | off | 4 MiB - 8 MiB |" in text
+    assert "| 3-4 | 1 MiB, every op | off | 2 MiB (eager 4 MiB) - 8 MiB |" in text
     env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0", PYTHONPATH=ROOT)
     for module in ("nccl_core_backend.paths", "nccl_core_backend.bench"):
         argv = [sys.executable, "-m", module] + (["--paths"] if module.endswith("bench") else [])

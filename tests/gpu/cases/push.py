@@ -222,3 +222,58 @@ def push_all_reduce_off(ctx):
     if _pushes(ctx, g) != 0:
         fail("push_max_bytes = 0, yet calls pushed")
     dist.destroy_process_group(g)
+
+
+@case(nvlink=True)
+def push_by_mode_from_the_path_table(ctx):
+    """With no push option and no NCCL_CORE_PUSH_* variable, the path table
+    gives the push a minimum per mode (csrc/nvlink/path_table.cpp; at 3-4
+    ranks 2 MiB captured, 4 MiB eager).  An eager call of a size only captured
+    calls push goes to NCCL yet sets the staging up (a capture cannot), and the
+    same call captured pushes; every eager call and every replay is correct,
+    and the counter shows which pushed."""
+    import os
+
+    from nccl_core_backend import paths
+
+    w, r, d = ctx.world, ctx.rank, ctx.device
+    names = ("NCCL_CORE_PUSH_MIN_BYTES", "NCCL_CORE_PUSH_MAX_BYTES")
+    saved = {name: os.environ.pop(name) for name in names if name in os.environ}
+    try:
+        g = dist.new_group(list(range(w)), backend="nccl_core")
+    finally:
+        os.environ.update(saved)
+    choice = paths.for_world(w)
+    if not choice["push_max_bytes"]:
+        return  # no push at this world size: push_all_reduce_off covers it
+    nbytes = choice["push_min_bytes"]  # the smallest captured push
+    n = nbytes // 4
+    eager = paths.path_of("all_reduce", nbytes, w) == "push"
+    expect = _Expect(ctx, g)
+    stream = torch.cuda.Stream(device=d)
+    x = torch.zeros(n, device=d)
+    for i in range(5):  # eager: also the capture's warm-up, on its stream
+        inputs = _inputs(ctx, torch.float32, n, "SUM", 400 + i)
+        with torch.cuda.stream(stream):
+            x.copy_(inputs[r].to(d))
+            dist.all_reduce(x, group=g)
+        stream.synchronize()
+        check(x, reduce_ref(inputs, "SUM", torch.float32), torch.float32, "SUM", w,
+              f"eager {nbytes} B call {i}")
+        expect(eager, f"eager {nbytes} B call {i}")
+    graph = torch.cuda.CUDAGraph()
+    torch.cuda.synchronize(d)
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph, stream=stream):
+            for _ in range(2):
+                dist.all_reduce(x, group=g)
+    expect(2, f"two captured {nbytes} B calls")
+    for rep in range(8):
+        inputs = _inputs(ctx, torch.float32, n, "SUM", 500 + rep)
+        x.copy_(inputs[r].to(d))
+        graph.replay()
+        torch.cuda.synchronize(d)
+        ref = reduce_ref(inputs, "SUM", torch.float32).double()
+        check(x, ref * w, torch.float32, "SUM", w, f"replay {rep} (two sums)")
+    del graph
+    dist.destroy_process_group(g)
