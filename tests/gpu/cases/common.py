@@ -215,6 +215,29 @@ def expect_raises(exc, fn, match: str | None = None):
     return None
 
 
+def table_group(ctx, hidden: tuple[str, ...]):
+    """A group of every rank on nccl_core with no options, made while the
+    variables `hidden` (NCCL_CORE_* overrides a job may set) are unset, so
+    that its paths are the path table's."""
+    saved = {name: os.environ.pop(name) for name in hidden if name in os.environ}
+    try:
+        return dist.new_group(list(range(ctx.world)), backend="nccl_core")
+    finally:
+        os.environ.update(saved)
+
+
+def capture_all_reduces(x: torch.Tensor, group, stream, calls: int):
+    """A CUDA graph of `calls` in-place SUM all_reduces of `x` on `group`,
+    captured on `stream` once the device is idle."""
+    graph = torch.cuda.CUDAGraph()
+    torch.cuda.synchronize(x.device)
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph, stream=stream):
+            for _ in range(calls):
+                dist.all_reduce(x, group=group)
+    return graph
+
+
 def sanity(ctx, group=None):
     """A small all_reduce that must still work (the comm is healthy)."""
     t = torch.full((8,), float(ctx.rank + 1), device=ctx.device)

@@ -14,7 +14,8 @@ import torch
 import torch.distributed as dist
 
 import nccl_core_backend as nc
-from tests.gpu.cases.common import check, expect_raises, fail, make, poison, reduce_ref, sanity
+from tests.gpu.cases.common import (capture_all_reduces, check, expect_raises, fail, make, poison,
+                                    reduce_ref, sanity, table_group)
 from tests.gpu.registry import Skip, case
 
 THRESHOLD = 1 << 14
@@ -384,17 +385,10 @@ def fast_path_by_mode_from_the_path_table(ctx):
     all_reduce goes to NCCL (the fast path's launch costs more host time than
     NCCL's whole call) yet sets the fast path up, and the same call captured
     into a CUDA graph runs as our kernel; every replay is correct."""
-    import os
-
     from nccl_core_backend import paths
 
     w, r, d, n = ctx.world, ctx.rank, ctx.device, 1024
-    names = ("NCCL_CORE_FAST_PATH_MAX_BYTES", "NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES")
-    saved = {name: os.environ.pop(name) for name in names if name in os.environ}
-    try:
-        g = dist.new_group(list(range(w)), backend="nccl_core")
-    finally:
-        os.environ.update(saved)
+    g = table_group(ctx, ("NCCL_CORE_FAST_PATH_MAX_BYTES", "NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES"))
     eager = paths.path_of("all_reduce", 4 * n, w) == "fast"
     captured = paths.path_of("all_reduce", 4 * n, w, graph=True) == "fast"
     stream = torch.cuda.Stream(device=d)
@@ -407,12 +401,7 @@ def fast_path_by_mode_from_the_path_table(ctx):
         stream.synchronize()
         check(x, reduce_ref(inputs, "SUM", torch.float32), torch.float32, "SUM", w, f"eager call {i}")
     _expect_taken(ctx, g, 20 if eager else 0, "eager calls")
-    graph = torch.cuda.CUDAGraph()
-    torch.cuda.synchronize(d)
-    with torch.cuda.stream(stream):
-        with torch.cuda.graph(graph, stream=stream):
-            for _ in range(3):
-                dist.all_reduce(x, group=g)
+    graph = capture_all_reduces(x, g, stream, 3)
     _expect_taken(ctx, g, (20 if eager else 0) + (3 if captured else 0), "captured calls")
     for rep in range(10):
         inputs = [make(ctx, q, torch.float32, n=n, salt=100 + rep) for q in range(w)]

@@ -15,7 +15,7 @@ import torch
 import torch.distributed as dist
 
 import nccl_core_backend as nc
-from tests.gpu.cases.common import check, fail, make, reduce_ref
+from tests.gpu.cases.common import capture_all_reduces, check, fail, make, reduce_ref, table_group
 from tests.gpu.registry import case
 
 DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8,
@@ -232,17 +232,10 @@ def push_by_mode_from_the_path_table(ctx):
     calls push goes to NCCL yet sets the staging up (a capture cannot), and the
     same call captured pushes; every eager call and every replay is correct,
     and the counter shows which pushed."""
-    import os
-
     from nccl_core_backend import paths
 
     w, r, d = ctx.world, ctx.rank, ctx.device
-    names = ("NCCL_CORE_PUSH_MIN_BYTES", "NCCL_CORE_PUSH_MAX_BYTES")
-    saved = {name: os.environ.pop(name) for name in names if name in os.environ}
-    try:
-        g = dist.new_group(list(range(w)), backend="nccl_core")
-    finally:
-        os.environ.update(saved)
+    g = table_group(ctx, ("NCCL_CORE_PUSH_MIN_BYTES", "NCCL_CORE_PUSH_MAX_BYTES"))
     choice = paths.for_world(w)
     if not choice["push_max_bytes"]:
         return  # no push at this world size: push_all_reduce_off covers it
@@ -261,12 +254,7 @@ def push_by_mode_from_the_path_table(ctx):
         check(x, reduce_ref(inputs, "SUM", torch.float32), torch.float32, "SUM", w,
               f"eager {nbytes} B call {i}")
         expect(eager, f"eager {nbytes} B call {i}")
-    graph = torch.cuda.CUDAGraph()
-    torch.cuda.synchronize(d)
-    with torch.cuda.stream(stream):
-        with torch.cuda.graph(graph, stream=stream):
-            for _ in range(2):
-                dist.all_reduce(x, group=g)
+    graph = capture_all_reduces(x, g, stream, 2)
     expect(2, f"two captured {nbytes} B calls")
     for rep in range(8):
         inputs = _inputs(ctx, torch.float32, n, "SUM", 500 + rep)
