@@ -61,8 +61,9 @@ void bind_paths(py::module_& m) {
       "The path table (nvlink/path_table.h): per range of world sizes, the largest "
       "input in bytes of each operation's fast path in captured calls (fast_max_bytes) "
       "and in eager calls (eager_fast_max_bytes), the push all-reduce's range (max 0: "
-      "off; from push_min_bytes captured, eager_push_min_bytes eager), the size from which a fast-path all_reduce takes two shots (0: never) and the "
-      "measurement that set the row.");
+      "off; from push_min_bytes captured, eager_push_min_bytes eager), the size from which "
+      "a fast-path all_reduce takes two shots (0: never) and the measurement that set the "
+      "row.");
   m.def(
       "_paths_for",
       [](int world, std::optional<size_t> fast_max_bytes, std::optional<size_t> push_min_bytes,
