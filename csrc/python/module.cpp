@@ -78,4 +78,5 @@ PYBIND11_MODULE(_C, m) {
   nccl_core::python::bind_window_checks(m);
   nccl_core::python::bind_paths(m);
   nccl_core::python::bind_failure_checks(m);
+  nccl_core::python::bind_nvlink_lab(m);
 }

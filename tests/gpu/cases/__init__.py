@@ -30,4 +30,5 @@ from tests.gpu.cases import (  # noqa: F401
     native_queries,
     suspend,
     lifetimes,
+    emulated_ranks,
 )
