@@ -52,7 +52,8 @@ bool drained(const std::vector<c10::cuda::CUDAStream>& streams,
 
 }  // namespace
 
-EmulatedRanks::EmulatedRanks(int nranks, size_t max_bytes, size_t push_max_bytes, int device)
+EmulatedRanks::EmulatedRanks(int nranks, size_t max_bytes, size_t push_max_bytes, int device,
+                             int max_blocks)
     : nranks_(nranks), device_(device) {
   if (nranks < 1 || nranks > kMaxRanks) {
     throw std::invalid_argument(concat("emulated ranks: nranks ", nranks, " is outside [1, ",
@@ -71,6 +72,13 @@ EmulatedRanks::EmulatedRanks(int nranks, size_t max_bytes, size_t push_max_bytes
                                        nranks, " multiprocessors; this GPU has ", sms));
   }
   max_blocks_ = per_rank < kMaxBlocks ? per_rank : kMaxBlocks;
+  if (max_blocks < 0) {
+    throw std::invalid_argument(concat("emulated ranks: max_blocks ", max_blocks,
+                                       " is negative"));
+  }
+  if (max_blocks > 0 && max_blocks < max_blocks_) {
+    max_blocks_ = max_blocks;
+  }
   max_push_blocks_ = per_rank < kPushMaxBlocks ? per_rank : kPushMaxBlocks;
   half_ = round16(max_bytes);
   windows_ = zeroed_bytes(static_cast<size_t>(nranks) * (kFlagBytes + 2 * half_), device);

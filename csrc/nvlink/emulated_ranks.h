@@ -39,7 +39,12 @@ class EmulatedRanks {
  public:
   // On `device`: fast-path windows whose halves hold `max_bytes`, and push
   // staging for all-reduces of up to `push_max_bytes` (0: no push).
-  EmulatedRanks(int nranks, size_t max_bytes, size_t push_max_bytes, int device);
+  // `max_blocks` (0: as many as fit) caps the fast path's grid lower: a
+  // small grid gives each thread many iterations, so a rank that stalls
+  // (say, writing into host memory) keeps reading its peers' halves long
+  // after they moved on.
+  EmulatedRanks(int nranks, size_t max_bytes, size_t push_max_bytes, int device,
+                int max_blocks = 0);
   ~EmulatedRanks();
   EmulatedRanks(const EmulatedRanks&) = delete;
   EmulatedRanks& operator=(const EmulatedRanks&) = delete;

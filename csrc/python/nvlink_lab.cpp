@@ -22,11 +22,15 @@ using nvlink::EmulatedRanks;
 
 namespace {
 
-// `t` lies on `device`, is contiguous, and holds at least `bytes`.
-void check_room(const at::Tensor& t, int device, size_t bytes, const char* what) {
-  if (!t.is_cuda() || t.device().index() != device || !t.is_contiguous()) {
+// `t` lies on `device` (or, `host_ok`, in pinned host memory, which kernels
+// reach at the same address), is contiguous, and holds at least `bytes`.
+void check_room(const at::Tensor& t, int device, size_t bytes, const char* what,
+                bool host_ok = false) {
+  bool on_device = t.is_cuda() && t.device().index() == device;
+  bool pinned = host_ok && t.is_cpu() && t.is_pinned();
+  if (!(on_device || pinned) || !t.is_contiguous()) {
     throw py::value_error(concat("emulated ranks: ", what, " must be a contiguous tensor on cuda:",
-                                 device));
+                                 device, host_ok ? " or in pinned host memory" : ""));
   }
   size_t has = checked::bytes<raise_value_error>(
       checked::narrow<size_t, raise_value_error>(t.numel(), "element count"), t.element_size(),
@@ -47,11 +51,13 @@ void bind_nvlink_lab(py::module_& m) {
   py::class_<EmulatedRanks>(m, "_EmulatedRanks",
                             "Tests: the fast path's and the push's kernels for `nranks` ranks "
                             "emulated on one GPU (nvlink/emulated_ranks.h).")
-      .def(py::init([](int nranks, size_t max_bytes, size_t push_max_bytes, int device) {
-             return std::make_unique<EmulatedRanks>(nranks, max_bytes, push_max_bytes, device);
+      .def(py::init([](int nranks, size_t max_bytes, size_t push_max_bytes, int device,
+                       int max_blocks) {
+             return std::make_unique<EmulatedRanks>(nranks, max_bytes, push_max_bytes, device,
+                                                    max_blocks);
            }),
            py::arg("nranks"), py::arg("max_bytes"), py::arg("push_max_bytes") = 0,
-           py::arg("device") = 0)
+           py::arg("device") = 0, py::arg("max_blocks") = 0)
       .def_property_readonly("nranks", &EmulatedRanks::nranks)
       .def_property_readonly("max_blocks", &EmulatedRanks::max_blocks)
       .def_property_readonly("max_push_blocks", &EmulatedRanks::max_push_blocks)
@@ -65,7 +71,8 @@ void bind_nvlink_lab(py::module_& m) {
               throw py::value_error("emulated ranks: input and output dtypes differ");
             }
             check_room(input, device, count_bytes(in_count, input, "input bytes"), "input");
-            check_room(output, device, count_bytes(count, output, "output bytes"), "output");
+            check_room(output, device, count_bytes(count, output, "output bytes"), "output",
+                       true);
             if (src_offset > in_count || count > in_count - src_offset) {
               throw py::value_error(concat("emulated ranks: ", count, " elements at ", src_offset,
                                            " are past the ", in_count, " staged"));

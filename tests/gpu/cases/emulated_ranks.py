@@ -26,10 +26,10 @@ HALF = 1 << 20  # the fast path's largest staged call at 2-4 ranks
 TIMEOUT_S = 60.0
 
 
-def _ranks(ctx, nranks, push_max_bytes=0):
+def _ranks(ctx, nranks, push_max_bytes=0, max_blocks=0):
     if torch.cuda.get_device_properties(ctx.device).multi_processor_count < nranks:
         raise Skip(f"{nranks} emulated ranks need {nranks} multiprocessors")
-    return nc._C._EmulatedRanks(nranks, HALF, push_max_bytes, ctx.device.index)
+    return nc._C._EmulatedRanks(nranks, HALF, push_max_bytes, ctx.device.index, max_blocks)
 
 
 def _check(out, ref, dtype, op, nranks, what):
@@ -54,13 +54,18 @@ def _ops(dtype):
     return [SUM, PROD, MAX, MIN] + ([AVG] if dtype in FLOATING else [])
 
 
-def _all_reduce(ctx, lab, dtype, op, n, salt, two_shot_min_bytes=0, in_place=False):
-    """One all_reduce on every emulated rank; returns [(output, reference)]
-    once every rank's call has ended."""
+def _all_reduce(ctx, lab, dtype, op, n, salt, two_shot_min_bytes=0, in_place=False,
+                slow_rank=None):
+    """One all_reduce queued on every emulated rank: (outputs, reference),
+    the outputs to read once the ranks are synchronized.  `slow_rank` writes
+    its output into pinned host memory, over the bus: it lags behind the
+    others in every call's last phase."""
     name = OP_NAMES[op]
     cpu = [make(ctx, r, dtype, n=n, op=name, salt=salt) for r in range(lab.nranks)]
     ins = [x.to(ctx.device) for x in cpu]
     outs = ins if in_place else [poison((n,), dtype, ctx.device) for _ in ins]
+    if slow_rank is not None:
+        outs[slow_rank] = outs[slow_rank].cpu().pin_memory()
     for r in range(lab.nranks):
         if not lab.reduce(r, ins[r], n, outs[r], n, 0, op, two_shot_min_bytes, salt):
             fail(f"the kernels refused {dtype} {name}")
@@ -118,23 +123,32 @@ def emulated_all_reduce_sizes_around_the_edges(ctx):
 def emulated_back_to_back_calls_share_the_halves(ctx):
     """Calls queued back to back with no host sync, their sizes (so grids,
     widths and shots) changing every call and the ranks' streams running
-    apart: a rank stages into a half again only after every peer is done
-    reading it.  Every result is kept and checked after the loop."""
+    apart, with and without a rank that lags (its outputs in host memory,
+    on a grid of 2 blocks so that its loads from the peers' halves trail
+    its stalled stores): a rank stages into a half again only after every
+    peer is done reading it (a kernel whose halves never alternate fails
+    here).  Every result is kept and checked after the loop."""
     calls = 96
-    for nranks in (2, 4, 8):
-        lab = _ranks(ctx, nranks)
-        # int32 elements: 4 KiB to the whole 1 MiB half.
-        sizes = [1031, 16 << 10, 4096, HALF // 4, 17, 75 << 10]
+    for nranks, slow_rank in ((2, None), (2, 1), (4, None), (4, 0), (8, 3)):
+        lab = _ranks(ctx, nranks, max_blocks=0 if slow_rank is None else 2)
+        # int32 elements, 68 bytes to the whole 1 MiB half; whole halves
+        # follow each other, so a restage covers what a lagging peer has
+        # yet to read.
+        sizes = [1031, HALF // 4, HALF // 4 - 4, 16 << 10, 17, 75 << 10, 4096]
         pending = []
         for i in range(calls):
             n = sizes[i % len(sizes)]
-            # The wide two shot every third call, through the same halves.
+            # Two shots every fourth call, through the same halves.  A call
+            # in one shot is the one whose readers a restage can overtake:
+            # a rank leaves it as soon as its own reads are done.
             pending.append(_all_reduce(ctx, lab, torch.int32, SUM, n, 5000 + i,
-                                       two_shot_min_bytes=1 if i % 3 == 0 else 0))
+                                       two_shot_min_bytes=1 if i % 4 == 1 else 0,
+                                       slow_rank=slow_rank))
         lab.synchronize(TIMEOUT_S)
         for i, (outs, ref) in enumerate(pending):
             for r, out in enumerate(outs):
-                _check(out, ref, torch.int32, SUM, nranks, f"{nranks} ranks, call {i}, rank {r}")
+                _check(out, ref, torch.int32, SUM, nranks,
+                       f"{nranks} ranks (slow rank {slow_rank}), call {i}, rank {r}")
 
 
 @case(min_world=1, max_world=1, mode="eager")
