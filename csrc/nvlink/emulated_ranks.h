@@ -4,12 +4,14 @@
 // pointers, so they cannot tell these buffers from NVLink peers' windows.
 //
 // What it is for: checking the kernels' own logic on a one-GPU host (every
-// type, operator, size, grid and kernel width, one and two shots, the halves
-// alternating over back-to-back calls, the push's slots, the signatures that
-// catch ranks making different calls), and trying a kernel change before a
-// multi-GPU host is lent.  What it cannot show: anything that needs separate
-// GPUs (NVLink timing, the fences between one GPU's L2 and another's).  The
-// engine, windows and NCCL are not involved.
+// type, operator, size, grid and kernel width, one and two shots,
+// back-to-back calls, the push's slots, the signatures that catch ranks
+// making different calls), and trying a kernel change before a multi-GPU
+// host is lent.  What it cannot show: anything that needs separate GPUs
+// (NVLink timing, the fences between one GPU's L2 and another's), nor a rank
+// that trails its peers by a whole call (halves that never alternated went
+// unnoticed here, session 11).  The engine, windows and NCCL are not
+// involved.
 //
 // Every rank's kernel of a call must be resident at once (the barriers wait
 // for every block), so the grids are capped at the GPU's multiprocessors
@@ -40,9 +42,8 @@ class EmulatedRanks {
   // On `device`: fast-path windows whose halves hold `max_bytes`, and push
   // staging for all-reduces of up to `push_max_bytes` (0: no push).
   // `max_blocks` (0: as many as fit) caps the fast path's grid lower: a
-  // small grid gives each thread many iterations, so a rank that stalls
-  // (say, writing into host memory) keeps reading its peers' halves long
-  // after they moved on.
+  // small grid gives each thread many iterations, so a rank whose stores
+  // stall (outputs in host memory) runs behind its peers.
   EmulatedRanks(int nranks, size_t max_bytes, size_t push_max_bytes, int device,
                 int max_blocks = 0);
   ~EmulatedRanks();
