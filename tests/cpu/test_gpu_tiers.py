@@ -95,3 +95,29 @@ def test_command_line_lists_parts_and_refuses_unknown_ones():
     bad = subprocess.run([sys.executable, "-m", "tests.gpu.tiers", "--part", "nope"], cwd=tiers.ROOT,
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "unknown part(s) nope" in bad.stderr
+
+
+def _case_modules_imported(cases_dir: str) -> tuple[set[str], set[str]]:
+    """(case modules in `cases_dir`, modules its __init__ imports): a module
+    left out of the package's import registers no case, and none runs."""
+    import ast
+
+    files = {os.path.splitext(n)[0] for n in os.listdir(cases_dir)
+             if n.endswith(".py") and n not in ("__init__.py", "common.py")}
+    tree = ast.parse(open(os.path.join(cases_dir, "__init__.py")).read())
+    imported = {a.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                for a in node.names}
+    return files, imported
+
+
+def test_every_gpu_case_module_is_imported():
+    files, imported = _case_modules_imported(os.path.join(tiers.ROOT, "tests", "gpu", "cases"))
+    assert files <= imported, sorted(files - imported)
+
+
+def test_the_import_check_sees_a_module_left_out(tmp_path):
+    (tmp_path / "__init__.py").write_text("from x import (  # noqa\n    kept,\n)\n")
+    for name in ("kept", "forgotten", "common"):
+        (tmp_path / f"{name}.py").write_text("")
+    files, imported = _case_modules_imported(str(tmp_path))
+    assert files - imported == {"forgotten"}
