@@ -95,7 +95,7 @@ CPU = Job("cpu tests", ("tests/cpu",), workers=4, estimate_s=110)
 # Every test file under tests/gpu is in some part (tests/cpu/test_gpu_tiers.py
 # checks), and the parts' launch configurations are the suite's five.
 PARTS: dict[str, list[Job]] = {
-    "suite-1": [suite("1:eager", 170)],
+    "suite-1": [suite("1:eager", 225)],
     "suite-2": [suite("2:eager", 140), suite("2:lazy", 130)],
     "suite-4": [suite("4:eager", 160), suite("4:lazy", 160)],
     "error-modes": [ERROR_MODES],
@@ -122,7 +122,7 @@ PARTS: dict[str, list[Job]] = {
 
 # Every case family at 1 and 2 ranks, in well under 8 minutes with the build.
 QUICK: list[Job] = [
-    suite("1:eager", 170),
+    suite("1:eager", 225),
     suite("2:eager", 140),
     soak("0.1", 50),
     ERROR_MODES,
