@@ -12,6 +12,7 @@
 #include "nccl/types.h"
 #include "util/checked.h"
 #include "util/concat.h"
+#include "util/torch_errors.h"
 
 namespace nccl_core::nvlink {
 
@@ -19,8 +20,9 @@ namespace {
 
 // Words per rank in the reports memory: [done, fault, fault seq, unused].
 constexpr size_t kReportWords = 4;
-
-size_t round16(size_t v) { return (v + 15) / 16 * 16; }
+// The push staging's sizes stay far from wrapping below this (a test's GPU
+// holds no more anyway).
+constexpr size_t kMaxPushBytes = size_t(1) << 40;
 
 at::Tensor zeroed_bytes(size_t bytes, int device) {
   return at::zeros({static_cast<int64_t>(bytes)},
@@ -62,6 +64,22 @@ EmulatedRanks::EmulatedRanks(int nranks, size_t max_bytes, size_t push_max_bytes
   if (max_bytes == 0) {
     throw std::invalid_argument("emulated ranks: max_bytes must be positive");
   }
+  if (max_blocks < 0) {
+    throw std::invalid_argument(concat("emulated ranks: max_blocks ", max_blocks,
+                                       " is negative"));
+  }
+  // The sizes, refused before anything is allocated where they would wrap.
+  half_ = checked::add<raise_value_error>(max_bytes, 15, "emulated ranks: max_bytes") / 16 * 16;
+  const size_t window = checked::add<raise_value_error>(
+      kFlagBytes, checked::mul<raise_value_error>(2, half_, "emulated ranks: two halves"),
+      "emulated ranks: window bytes");
+  const auto windows = checked::narrow<int64_t, raise_value_error>(
+      checked::mul<raise_value_error>(nranks, window, "emulated ranks: windows' bytes"),
+      "emulated ranks: windows' bytes");
+  if (push_max_bytes > kMaxPushBytes) {
+    throw std::invalid_argument(concat("emulated ranks: push_max_bytes ", push_max_bytes,
+                                       " is above ", kMaxPushBytes));
+  }
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
   // Every block of every rank resident at once, at one block a multiprocessor
   // (the wide kernels' registers allow no more).
@@ -72,16 +90,11 @@ EmulatedRanks::EmulatedRanks(int nranks, size_t max_bytes, size_t push_max_bytes
                                        nranks, " multiprocessors; this GPU has ", sms));
   }
   max_blocks_ = per_rank < kMaxBlocks ? per_rank : kMaxBlocks;
-  if (max_blocks < 0) {
-    throw std::invalid_argument(concat("emulated ranks: max_blocks ", max_blocks,
-                                       " is negative"));
-  }
   if (max_blocks > 0 && max_blocks < max_blocks_) {
     max_blocks_ = max_blocks;
   }
   max_push_blocks_ = per_rank < kPushMaxBlocks ? per_rank : kPushMaxBlocks;
-  half_ = round16(max_bytes);
-  windows_ = zeroed_bytes(static_cast<size_t>(nranks) * (kFlagBytes + 2 * half_), device);
+  windows_ = zeroed_bytes(static_cast<size_t>(windows), device);
   epochs_ = at::zeros({nranks, 3}, at::TensorOptions().dtype(at::kLong).device(at::kCUDA, device));
   stop_ = at::zeros({1}, at::TensorOptions().dtype(at::kLong).device(at::kCUDA, device));
   if (push_max_bytes > 0 && nranks > 1) {
