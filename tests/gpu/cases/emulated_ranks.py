@@ -2,11 +2,12 @@
 emulated there (csrc/nvlink/emulated_ranks.h: every rank's window is a buffer
 of this GPU, each rank's calls on a stream of its own).  They check the
 kernels' logic where no NVLink peers exist: every type and operator, sizes
-around the vector, grid and wide-kernel edges, one and two shots, the halves
-reused by back-to-back calls, the push's slots, and the signatures that keep
-ranks making different calls from exchanging bytes.  Timing and the fences
-between GPUs need real peers (the nvlink cases).  Every output element is
-compared with a float64 CPU reference on fresh random data."""
+around the vector, grid and wide-kernel edges, one and two shots,
+back-to-back calls, the push's slots, and the signatures that keep ranks
+making different calls from exchanging bytes.  Timing, the fences between
+GPUs and a rank trailing its peers by a whole call need real peers (the
+nvlink cases).  Every output element is compared with a float64 CPU
+reference on fresh random data."""
 
 from __future__ import annotations
 
