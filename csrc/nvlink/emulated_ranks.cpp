@@ -161,7 +161,9 @@ bool EmulatedRanks::reduce(int rank, const void* in, size_t in_count, void* out,
                            size_t src_offset, ncclDataType_t type, int op,
                            size_t two_shot_min_bytes, uint64_t seq) {
   check_rank(rank);
-  if (checked::bytes(in_count, types::element_size(type), "staged bytes") > half_) {
+  size_t staged = checked::bytes<raise_value_error>(in_count, types::element_size(type),
+                                                    "staged bytes");
+  if (staged > half_) {
     throw std::invalid_argument(concat("emulated ranks: ", in_count, " elements do not fit a ",
                                        half_, "-byte half"));
   }
@@ -193,7 +195,7 @@ void EmulatedRanks::copy(int rank, const void* in, size_t in_bytes, void* out, s
 void EmulatedRanks::push(int rank, void* data, size_t count, ncclDataType_t type, int op,
                          int blocks, uint64_t seq) {
   check_rank(rank);
-  size_t bytes = checked::bytes(count, types::element_size(type), "push bytes");
+  size_t bytes = checked::bytes<raise_value_error>(count, types::element_size(type), "push bytes");
   if (push_capacity_ == 0 || push_staging_bytes(bytes, nranks_) > push_capacity_) {
     throw std::invalid_argument(concat("emulated ranks: no push staging for ", bytes, " bytes"));
   }
