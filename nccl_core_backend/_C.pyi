@@ -50,7 +50,8 @@ def _path_table() -> list[dict[str, Any]]: ...
 def _paths_for(world: int, fast_path_max_bytes: int | None = None, push_min_bytes: int | None = None,
                push_max_bytes: int | None = None,
                eager_fast_path_max_bytes: int | None = None,
-               two_shot_min_bytes: int | None = None) -> dict[str, Any]: ...
+               two_shot_min_bytes: int | None = None,
+               one_way_max_bytes: int | None = None) -> dict[str, Any]: ...
 def _claimed_struct_version(loaded: int) -> int: ...
 def _set_comm_listener(listener: Any | None) -> None:
     """listener(group_name, comm_ptr, device, up): a group's communicator was created
@@ -74,6 +75,7 @@ class Options(Backend.Options):
     push_max_bytes: int | None
     push_ctas: int
     two_shot_min_bytes: int | None  # None: the path table's
+    one_way_max_bytes: int | None  # None: the path table's
     register_allocator_segments: bool
     cga_cluster_size: int
     min_ctas: int

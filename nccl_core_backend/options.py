@@ -141,6 +141,9 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
     two_shot = _nonnegative_int(env, "NCCL_CORE_TWO_SHOT_MIN_BYTES")
     if two_shot is not None:
         out["two_shot_min_bytes"] = two_shot
+    one_way = _nonnegative_int(env, "NCCL_CORE_ONE_WAY_MAX_BYTES")
+    if one_way is not None:
+        out["one_way_max_bytes"] = one_way
     ctas = _positive_int(env, "NCCL_CORE_PUSH_CTAS")
     if ctas is not None:
         out["push_ctas"] = ctas

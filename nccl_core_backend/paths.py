@@ -13,10 +13,11 @@ comes from one table measured against backend ``nccl``
 group's options override the table for every operation, in both modes:
 ``nccl_core_backend.Options.fast_path_max_bytes``
 (``eager_fast_path_max_bytes`` for eager calls alone),
-``push_min_bytes``, ``push_max_bytes``, ``two_shot_min_bytes`` (or
-``NCCL_CORE_FAST_PATH_MAX_BYTES``, ``NCCL_CORE_PUSH_MIN_BYTES``,
-``NCCL_CORE_PUSH_MAX_BYTES``, ``NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES``,
-``NCCL_CORE_TWO_SHOT_MIN_BYTES``).
+``push_min_bytes``, ``push_max_bytes``, ``two_shot_min_bytes``,
+``one_way_max_bytes`` (or ``NCCL_CORE_FAST_PATH_MAX_BYTES``,
+``NCCL_CORE_PUSH_MIN_BYTES``, ``NCCL_CORE_PUSH_MAX_BYTES``,
+``NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES``, ``NCCL_CORE_TWO_SHOT_MIN_BYTES``,
+``NCCL_CORE_ONE_WAY_MAX_BYTES``).
 
     python -m nccl_core_backend.paths          # the table, as text
 """
@@ -36,7 +37,9 @@ def table() -> list[dict]:
     ``push_min_bytes``/``push_max_bytes`` (all_reduce, captured calls; max 0:
     no push), ``eager_push_min_bytes`` (the push's minimum for eager calls),
     ``two_shot_min_bytes`` (a fast-path all_reduce of this size or more takes
-    two shots; 0: never) and ``measured``."""
+    two shots; 0: never), ``one_way_max_bytes`` (fast-path calls that send each
+    peer at most this many bytes take the one-way kernels, no barrier; 0:
+    never) and ``measured``."""
     from nccl_core_backend import _C
 
     return _C._path_table()
@@ -45,13 +48,14 @@ def table() -> list[dict]:
 def for_world(world: int, fast_path_max_bytes: int | None = None,
               push_min_bytes: int | None = None, push_max_bytes: int | None = None,
               eager_fast_path_max_bytes: int | None = None,
-              two_shot_min_bytes: int | None = None) -> dict:
+              two_shot_min_bytes: int | None = None,
+              one_way_max_bytes: int | None = None) -> dict:
     """What a group of ``world`` ranks chooses, given these options (None: the
     table's).  ValueError for a world below 1."""
     from nccl_core_backend import _C
 
     return _C._paths_for(world, fast_path_max_bytes, push_min_bytes, push_max_bytes,
-                         eager_fast_path_max_bytes, two_shot_min_bytes)
+                         eager_fast_path_max_bytes, two_shot_min_bytes, one_way_max_bytes)
 
 
 def path_of(op: str, input_bytes: int, world: int, graph: bool = False, **options) -> str:
@@ -90,8 +94,8 @@ def _limits(per_op: dict) -> str:
 def render() -> str:
     """The table as markdown."""
     lines = ["| ranks | fast path up to (input bytes per rank): captured | eager | push all_reduce "
-             "| two shots from | measured |",
-             "|---|---|---|---|---|---|"]
+             "| two shots from | one way up to (bytes to each peer) | measured |",
+             "|---|---|---|---|---|---|---|"]
     for row in table():
         hi = row["max_world"]
         ranks = str(row["min_world"]) if hi == row["min_world"] else \
@@ -102,8 +106,9 @@ def render() -> str:
             push_min += f" (eager {_bytes(row['eager_push_min_bytes'])})"
         push = f"{push_min} - {_bytes(row['push_max_bytes'])}" if row["push_max_bytes"] else "off"
         two_shot = _bytes(row["two_shot_min_bytes"]) if row["two_shot_min_bytes"] else "never"
+        one_way = _bytes(row["one_way_max_bytes"]) if row["one_way_max_bytes"] else "never"
         lines.append(f"| {ranks} | {fast_text} | {eager_text} | {push} | {two_shot} "
-                     f"| {row['measured']} |")
+                     f"| {one_way} | {row['measured']} |")
     return "\n".join(lines)
 
 

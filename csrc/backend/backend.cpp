@@ -154,7 +154,8 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   auto paths = nvlink::paths_for(size_, {options_->fast_path_max_bytes,
                                         options_->eager_fast_path_max_bytes,
                                         options_->push_min_bytes, options_->push_max_bytes,
-                                        options_->push_ctas, options_->two_shot_min_bytes});
+                                        options_->push_ctas, options_->two_shot_min_bytes,
+                                        options_->one_way_max_bytes});
   if (paths.any()) {
     fast_ = nvlink::engine_of(*comm, paths);  // the first asker's paths hold
   }

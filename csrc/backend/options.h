@@ -83,6 +83,10 @@ struct GroupOptions : c10d::Backend::Options {
   // reduces one chunk and stores it into its peers' copies); 0 = never;
   // unset: the path table's.
   std::optional<size_t> two_shot_min_bytes;
+  // Fast-path calls that send each peer at most this many bytes take the
+  // one-way kernels (nvlink/one_way.h: stores with flags, no barrier);
+  // 0 = never; unset: the path table's.
+  std::optional<size_t> one_way_max_bytes;
   // TORCH_NCCL_ENABLE_TIMING: ops are timed for work._get_duration() and the
   // completion hooks (op_timing.h).
   bool enable_timing = false;

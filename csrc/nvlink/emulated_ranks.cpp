@@ -10,6 +10,7 @@
 
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "nvlink/one_way.h"
 #include "util/checked.h"
 #include "util/concat.h"
 #include "util/torch_errors.h"
@@ -55,7 +56,7 @@ bool drained(const std::vector<c10::cuda::CUDAStream>& streams,
 }  // namespace
 
 EmulatedRanks::EmulatedRanks(int nranks, size_t max_bytes, size_t push_max_bytes, int device,
-                             int max_blocks)
+                             int max_blocks, size_t one_way_max_bytes)
     : nranks_(nranks), device_(device) {
   if (nranks < 1 || nranks > kMaxRanks) {
     throw std::invalid_argument(concat("emulated ranks: nranks ", nranks, " is outside [1, ",
@@ -70,11 +71,16 @@ EmulatedRanks::EmulatedRanks(int nranks, size_t max_bytes, size_t push_max_bytes
   }
   // The sizes, refused before anything is allocated where they would wrap.
   half_ = checked::add<raise_value_error>(max_bytes, 15, "emulated ranks: max_bytes") / 16 * 16;
-  const size_t window = checked::add<raise_value_error>(
-      kFlagBytes, checked::mul<raise_value_error>(2, half_, "emulated ranks: two halves"),
-      "emulated ranks: window bytes");
+  // The one-way slots hold what a call sends one peer: at most max_bytes.
+  const size_t one_way_max = one_way_max_bytes < max_bytes ? one_way_max_bytes : max_bytes;
+  one_way_slot_ = one_way_max > 0 ? one_way_slot_bytes(one_way_max) : 0;
+  window_bytes_ = checked::add<raise_value_error>(
+      checked::add<raise_value_error>(
+          kFlagBytes, checked::mul<raise_value_error>(2, half_, "emulated ranks: two halves"),
+          "emulated ranks: window bytes"),
+      one_way_area_bytes(one_way_slot_, nranks), "emulated ranks: window bytes");
   const auto windows = checked::narrow<int64_t, raise_value_error>(
-      checked::mul<raise_value_error>(nranks, window, "emulated ranks: windows' bytes"),
+      checked::mul<raise_value_error>(nranks, window_bytes_, "emulated ranks: windows' bytes"),
       "emulated ranks: windows' bytes");
   if (push_max_bytes > kMaxPushBytes) {
     throw std::invalid_argument(concat("emulated ranks: push_max_bytes ", push_max_bytes,
@@ -132,6 +138,17 @@ void EmulatedRanks::check_rank(int rank) const {
   check_usable();
 }
 
+void EmulatedRanks::follow_caller(int rank) {
+  cudaEvent_t ready = nullptr;
+  NCCL_CORE_CUDA_CHECK(cudaEventCreateWithFlags(&ready, cudaEventDisableTiming));
+  cudaError_t recorded = cudaEventRecord(
+      ready, c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device_)).stream());
+  cudaError_t waited =
+      recorded == cudaSuccess ? cudaStreamWaitEvent(streams_[rank].stream(), ready, 0) : recorded;
+  NCCL_CORE_CUDA_CHECK(cudaEventDestroy(ready));  // the wait holds what it needs
+  NCCL_CORE_CUDA_CHECK(waited);
+}
+
 void EmulatedRanks::check_usable() const {
   if (broken_) {
     throw std::runtime_error("emulated ranks: aborted by an earlier timeout; make new ones");
@@ -142,7 +159,7 @@ Shared EmulatedRanks::shared_for(int rank) const {
   Shared s{};
   char* base = static_cast<char*>(windows_.data_ptr());
   for (int r = 0; r < nranks_; ++r) {
-    s.window[r] = base + static_cast<size_t>(r) * (kFlagBytes + 2 * half_);
+    s.window[r] = base + static_cast<size_t>(r) * window_bytes_;
   }
   auto* reports = static_cast<unsigned long long*>(reports_->device()) + rank * kReportWords;
   s.epoch = reinterpret_cast<unsigned long long*>(epochs_.data_ptr<int64_t>()) + 3 * rank;
@@ -151,6 +168,7 @@ Shared EmulatedRanks::shared_for(int rank) const {
   s.abort = static_cast<const volatile int*>(abort_->device());
   s.fault = reports + 1;
   s.half = half_;
+  s.one_way_slot = one_way_slot_;
   s.nranks = nranks_;
   s.rank = rank;
   s.max_blocks = max_blocks_;
@@ -170,6 +188,7 @@ bool EmulatedRanks::reduce(int rank, const void* in, size_t in_count, void* out,
   bool all_reduce = src_offset == 0 && in_count == count;
   CallTag tag{0, seq, call_signature(all_reduce ? 1 : 2, type, op, count, 0, seq)};
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_));
+  follow_caller(rank);
   return launch_reduce(shared_for(rank), in, in_count, out, count, src_offset, type, op,
                        two_shot_min_bytes, tag, streams_[rank].stream());
 }
@@ -188,6 +207,7 @@ void EmulatedRanks::copy(int rank, const void* in, size_t in_bytes, void* out, s
   }
   CallTag tag{0, seq, call_signature(7, 0, 0, bytes, first, seq)};
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_));
+  follow_caller(rank);
   launch_copy(shared_for(rank), in, in_bytes, out, bytes, src_offset, first, npeers, tag,
               streams_[rank].stream());
 }
@@ -227,6 +247,7 @@ void EmulatedRanks::push(int rank, void* data, size_t count, ncclDataType_t type
   s.rank = rank;
   CallTag tag{0, seq, call_signature(6, type, op, count, 0, seq)};
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device_));
+  follow_caller(rank);
   launch_push(s, count, type, op, blocks, tag, streams_[rank].stream());
 }
 

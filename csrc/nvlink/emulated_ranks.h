@@ -43,9 +43,11 @@ class EmulatedRanks {
   // staging for all-reduces of up to `push_max_bytes` (0: no push).
   // `max_blocks` (0: as many as fit) caps the fast path's grid lower: a
   // small grid gives each thread many iterations, so a rank whose stores
-  // stall (outputs in host memory) runs behind its peers.
+  // stall (outputs in host memory) runs behind its peers.  Calls that send
+  // each peer at most `one_way_max_bytes` (0: none) take the one-way kernels
+  // (one_way.h), as a group's path table says.
   EmulatedRanks(int nranks, size_t max_bytes, size_t push_max_bytes, int device,
-                int max_blocks = 0);
+                int max_blocks = 0, size_t one_way_max_bytes = 0);
   ~EmulatedRanks();
   EmulatedRanks(const EmulatedRanks&) = delete;
   EmulatedRanks& operator=(const EmulatedRanks&) = delete;
@@ -54,8 +56,11 @@ class EmulatedRanks {
   int device() const { return device_; }
   int max_blocks() const { return max_blocks_; }
   int max_push_blocks() const { return max_push_blocks_; }
+  // The stream rank `rank`'s calls run on (tensors it uses record it).
+  c10::cuda::CUDAStream stream(int rank) const { return streams_.at(rank); }
 
-  // Rank `rank`'s part of one call, queued on its stream (kernels.h gives
+  // Rank `rank`'s part of one call, queued on its stream after the work the
+  // caller's current stream holds so far (kernels.h gives
   // the arguments' meaning; `seq` goes into the call's signature, so ranks
   // given different ones make mismatched calls).  False: the kernels do not
   // cover this type and operator, nothing was queued.
@@ -78,6 +83,9 @@ class EmulatedRanks {
 
  private:
   void check_rank(int rank) const;
+  // Rank `rank`'s stream waits for the caller's current stream (the inputs'
+  // copies, the outputs' fills), as a collective follows its caller's stream.
+  void follow_caller(int rank);
   void check_usable() const;
   Shared shared_for(int rank) const;
 
@@ -87,8 +95,10 @@ class EmulatedRanks {
   int max_push_blocks_ = 0;
   bool broken_ = false;
   size_t half_ = 0;
+  size_t one_way_slot_ = 0;
+  size_t window_bytes_ = 0;   // each rank's
   size_t push_capacity_ = 0;  // bytes of flags and slots per rank
-  at::Tensor windows_;        // [nranks][kFlagBytes + 2 half]
+  at::Tensor windows_;        // [nranks][window_bytes_]
   at::Tensor epochs_;         // [nranks][3]
   at::Tensor staging_;        // [nranks][push_capacity_ + kPushCounterBytes]
   at::Tensor stop_;           // one zero word all ranks read

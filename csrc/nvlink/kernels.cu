@@ -1,82 +1,17 @@
 #include "nvlink/kernels.h"
 
-#include <cuda/atomic>
-
 #include <cstdint>
 #include <type_traits>
 
+#include "nvlink/call_state.cuh"
 #include "nvlink/launcher.h"
+#include "nvlink/one_way.h"
 #include "nccl/api.h"
 #include "util/reduce.cuh"
 
 namespace nccl_core::nvlink {
 
 namespace {
-
-constexpr int kThreads = 512;
-// Barrier polls between two reads of the (host-mapped, slow) abort flag.
-constexpr unsigned kAbortEvery = 256;
-
-using SystemWord = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>;
-
-__device__ __forceinline__ unsigned long long* flags_of(const Shared& s, int rank) {
-  return reinterpret_cast<unsigned long long*>(s.window[rank]);
-}
-
-// Per-block state of one call: the barrier count before it (s.epoch[0]), the
-// call's index (s.epoch[1], whose parity picks the half), and whether a
-// barrier was abandoned.  Every rank runs the same calls with the same number
-// of barriers each, so both counters agree between ranks.
-struct BlockState {
-  unsigned long long barriers;
-  unsigned long long call;
-  unsigned long long sig;  // this call's signature (kernels.h)
-  int stop;
-  int mismatch;  // a peer's flag carried another signature: move no data
-};
-
-__device__ __forceinline__ char* half_of(const Shared& s, int rank, const BlockState& st) {
-  return s.window[rank] + kFlagBytes + (st.call & 1) * s.half;
-}
-
-// False when the communicator is being aborted (Progress::stop_kernels): the
-// call must leave before it touches the window, which NCCL's abort unmaps.
-__device__ __forceinline__ bool begin(const Shared& s, BlockState& st, const CallTag& tag) {
-  if (threadIdx.x == 0) {
-    st.barriers = s.epoch[0];
-    st.call = s.epoch[1] + 1;
-    st.sig = tag.sig;
-    st.stop = *s.stop != 0;
-    st.mismatch = 0;
-  }
-  __syncthreads();
-  return st.stop == 0;
-}
-
-// Every block calls this once, on every way out (done, or stopped by an
-// abort).  The last block to leave reports the call's ticket: from then on
-// the kernel touches neither the window nor the user's tensors.  Block 0
-// saves the counters of a completed call; the last block to leave cannot be
-// ahead of a block that has not read them yet, since every block reads them
-// before it signals its first barrier.
-__device__ __forceinline__ void leave(const Shared& s, const BlockState& st, bool completed,
-                                      unsigned long long ticket) {
-  if (completed && blockIdx.x == 0 && threadIdx.x == 0) {
-    s.epoch[0] = st.barriers;
-    s.epoch[1] = st.call;
-  }
-  __syncthreads();  // this block's stores are issued
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(&s.epoch[2], 1ull) == gridDim.x - 1) {
-      s.epoch[2] = 0;  // the next call starts after this kernel: no race
-      if (ticket != 0) {
-        __threadfence_system();
-        SystemWord(*s.done).store(ticket, cuda::memory_order_release);
-      }
-    }
-  }
-}
 
 __device__ __forceinline__ size_t smin(size_t a, size_t b) { return a < b ? a : b; }
 
@@ -342,9 +277,19 @@ bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, 
                    size_t src_offset, ncclDataType_t type, int op, size_t two_shot_min_bytes,
                    const CallTag& tag, cudaStream_t stream) {
   bool launched = false;
+  // The chunk each peer gets: the whole input (all_reduce) or its own
+  // (reduce_scatter).
+  const bool all_reduce = src_offset == 0 && in_count == count;
+  const bool scatter = in_count == count * static_cast<size_t>(s.nranks) &&
+                       src_offset == static_cast<size_t>(s.rank) * count;
   visit_type(type, [&](auto tt) {
     using T = typename decltype(tt)::type;
     using A = typename Acc<T>::type;
+    if ((all_reduce || scatter) && one_way_covers(s, count * sizeof(T))) {
+      launched = launch_one_way_reduce(s, in, out, count, all_reduce ? 0 : count, type, op, tag,
+                                       stream);
+      return;
+    }
     A scale = static_cast<A>(1.0 / s.nranks);
     // Wide loads need 16-byte alignment of every pointer the kernel forms.
     bool vec = aligned16(reinterpret_cast<uintptr_t>(out)) && aligned16(count * sizeof(T)) &&
@@ -352,7 +297,6 @@ bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, 
     // Chunks are whole 16-byte packs and depend on the arguments only: every
     // rank must cut the same byte ranges whatever its local alignment.
     constexpr size_t V = 16 / sizeof(T);
-    bool all_reduce = src_offset == 0 && in_count == count;
     size_t chunk_elems = 0;
     if (all_reduce && s.nranks > 1 && two_shot_min_bytes > 0 &&
         count * sizeof(T) >= two_shot_min_bytes) {
@@ -383,6 +327,13 @@ bool launch_reduce(const Shared& s, const void* in, size_t in_count, void* out, 
 
 void launch_copy(const Shared& s, const void* in, size_t in_bytes, void* out, size_t bytes,
                  size_t src_offset, int first, int npeers, const CallTag& tag, cudaStream_t stream) {
+  // One way where every rank sends its whole input or nothing (all_gather,
+  // broadcast); not all_to_all, whose in-place call would overwrite chunks
+  // before they are sent.
+  if ((in_bytes == 0 || (in_bytes == bytes && src_offset == 0)) && one_way_covers(s, bytes)) {
+    launch_one_way_copy(s, in, out, bytes, in_bytes > 0, first, npeers, tag, stream);
+    return;
+  }
   // Equal on every rank (a broadcast's root stages, the others read).
   size_t moved = bytes * static_cast<size_t>(npeers > 1 ? npeers : 1);
   const unsigned blocks = blocks_for(s, moved);

@@ -108,6 +108,9 @@ struct Shared {
   // packed by pack_fault(), and the sequence number of its call.
   unsigned long long* fault;
   size_t half;                 // bytes in each data half
+  // Bytes of each slot of the one-way kernels' area, which follows the two
+  // data halves (one_way.h); 0: no area, every call crosses barriers.
+  size_t one_way_slot;
   int nranks;
   int rank;
   // The most blocks a call launches: kMaxBlocks, or the GPU's multiprocessor

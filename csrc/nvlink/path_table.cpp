@@ -17,10 +17,11 @@ constexpr std::array<size_t, kColls> all(size_t bytes) { return {bytes, bytes, b
 // (python -m nccl_core_backend.bench; below 1 is faster).  Rows not yet
 // measured keep the settings from before the table, and say so.
 const std::vector<PathRow> kTable = {
-    {1, 1, all(256 * KiB), all(256 * KiB), 0, 0, 0, 0,
+    {1, 1, all(256 * KiB), all(256 * KiB), 0, 0, 0, 0, 256 * KiB,
      "not measured at one rank: the fast path's earlier default (256 KiB for every "
-     "operation, both modes); no push (nothing to push to), no two shots (no peers)"},
-    {2, 2, all(MiB), all(0), 2 * MiB, 2 * MiB, 16 * MiB, 0,
+     "operation, both modes); no push (nothing to push to), no two shots (no peers); "
+     "one way at every fast-path size (no peers: a copy without a barrier)"},
+    {2, 2, all(MiB), all(0), 2 * MiB, 2 * MiB, 16 * MiB, 0, 64 * KiB,
      "Captured all_reduce: 100 bf16 calls in a CUDA graph, 2 and 4xH200 (NVLink), torch "
      "2.11, NCCL 2.28.9, the grid by size (kernels.cu): 64 KiB-256 KiB 0.39-0.43, 512 KiB "
      "0.40-0.48, 1 MiB 0.45-0.46 (6.9-13.7 us a call against nccl's 16-30), session 7, "
@@ -34,7 +35,7 @@ const std::vector<PathRow> kTable = {
      "4 MiB 0.87, 8 MiB 0.91, 16 MiB 0.94, 32 MiB 1.00 (NCCL from there), b26a96d. One "
      "shot at every size: the two-shot that stores took 1.23-1.65x the one-shot's time at "
      "64 KiB-1 MiB (graphs, 2xH200, session 8)"},
-    {3, 4, all(MiB), all(0), 2 * MiB, 4 * MiB, 8 * MiB, MiB,
+    {3, 4, all(MiB), all(0), 2 * MiB, 4 * MiB, 8 * MiB, MiB, 0,
      "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, python -m nccl_core_backend.bench (per-call "
      "events, back to back), at 4 ranks (3 not measured: taken from 4). Captured all_reduce, "
      "100 bf16 calls in a graph: 64 KiB-256 KiB 0.37-0.50 (9.2-11.3 us a call), 512 KiB "
@@ -51,7 +52,7 @@ const std::vector<PathRow> kTable = {
      "nccl's 52.3 (0.50; NCCL there took 51.5, 1.03), 1 MiB 22.5 against the fast path's "
      "19.7 (session 10, 2026-11-28, 4xH200); eager calls keep 4 MiB, where the push at 2 "
      "MiB measured 1.03-1.05 (df2ed55)"},
-    {5, INT_MAX, all(256 * KiB), all(0), 0, 0, 0, MiB,
+    {5, INT_MAX, all(256 * KiB), all(0), 0, 0, 0, MiB, 0,
      "not measured beyond 4 ranks: captured calls keep the fast path's earlier default (256 "
      "KiB for every operation); eager calls go to NCCL as at 2-4 ranks (the host's launch "
      "does not shrink with the group); no push (its staging and peer count grow with the "
@@ -99,6 +100,7 @@ GroupPaths paths_for(int world, const PathOverrides& overrides) {
   g.push.max_bytes = overrides.push_max_bytes.value_or(row.push_max_bytes);
   g.push.ctas = overrides.push_ctas;
   g.two_shot_min_bytes = overrides.two_shot_min_bytes.value_or(row.two_shot_min_bytes);
+  g.one_way_max_bytes = overrides.one_way_max_bytes.value_or(row.one_way_max_bytes);
   return g;
 }
 

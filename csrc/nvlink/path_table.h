@@ -50,6 +50,10 @@ struct PathRow {
   size_t push_max_bytes;        // 0 = never
   // Fast-path all_reduces from this size on take two shots (kernels.h); 0 = never.
   size_t two_shot_min_bytes;
+  // Fast-path calls that send each peer at most this many bytes take the
+  // one-way kernels (one_way.h): all_reduce, reduce_scatter, all_gather,
+  // broadcast; 0 = never.
+  size_t one_way_max_bytes;
   const char* measured;   // the run that set the row
 };
 
@@ -61,6 +65,7 @@ struct GroupPaths {
   std::array<size_t, kColls> eager_fast_max_bytes{};  // eager calls
   PushConfig push;
   size_t two_shot_min_bytes = 0;  // fast-path all_reduce; 0 = never
+  size_t one_way_max_bytes = 0;   // bytes sent to each peer; 0 = never
   size_t fast_max(Coll c) const { return fast_max_bytes[static_cast<int>(c)]; }
   size_t eager_fast_max(Coll c) const { return eager_fast_max_bytes[static_cast<int>(c)]; }
   size_t largest_fast() const;  // what the scratch window holds (either mode)
@@ -75,6 +80,7 @@ struct PathOverrides {
   std::optional<size_t> push_max_bytes;
   int push_ctas = 32;
   std::optional<size_t> two_shot_min_bytes;
+  std::optional<size_t> one_way_max_bytes;
 };
 
 // The row for a group of `world` ranks (the last row beyond the table).

@@ -113,6 +113,12 @@ void bind_backend(py::module_& m) {
                      "each rank reduces one chunk and stores it into its peers' copies, then "
                      "copies the other chunks out of its own; 0 = never.  None (default): the "
                      "path table's, per world size (nccl_core_backend.paths)")
+      .def_readwrite("one_way_max_bytes", &GroupOptions::one_way_max_bytes,
+                     "Fast-path all_reduce, reduce_scatter_tensor, all_gather_into_tensor and "
+                     "broadcast calls that send each peer at most this many bytes take the "
+                     "one-way kernels: every rank stores its data, flagged, straight into its "
+                     "peers' windows, with no barrier; 0 = never.  None (default): the path "
+                     "table's, per world size (nccl_core_backend.paths)")
       .def_readwrite("register_allocator_segments", &GroupOptions::register_allocator_segments,
                      "Register every caching-allocator segment on the group's device with its "
                      "communicator (ncclCommRegister), existing ones at creation and new ones "

@@ -41,6 +41,14 @@ void check_room(const at::Tensor& t, int device, size_t bytes, const char* what,
   }
 }
 
+// A device tensor a rank's queued call uses stays allocated until that
+// rank's stream is done with it, even if the test drops it first.
+void hold(const at::Tensor& t, const EmulatedRanks& ranks, int rank) {
+  if (t.is_cuda()) {
+    t.record_stream(ranks.stream(rank).unwrap());
+  }
+}
+
 size_t count_bytes(size_t count, const at::Tensor& t, const char* what) {
   return checked::bytes<raise_value_error>(count, t.element_size(), what);
 }
@@ -52,12 +60,12 @@ void bind_nvlink_lab(py::module_& m) {
                             "Tests: the fast path's and the push's kernels for `nranks` ranks "
                             "emulated on one GPU (nvlink/emulated_ranks.h).")
       .def(py::init([](int nranks, size_t max_bytes, size_t push_max_bytes, int device,
-                       int max_blocks) {
+                       int max_blocks, size_t one_way_max_bytes) {
              return std::make_unique<EmulatedRanks>(nranks, max_bytes, push_max_bytes, device,
-                                                    max_blocks);
+                                                    max_blocks, one_way_max_bytes);
            }),
            py::arg("nranks"), py::arg("max_bytes"), py::arg("push_max_bytes") = 0,
-           py::arg("device") = 0, py::arg("max_blocks") = 0)
+           py::arg("device") = 0, py::arg("max_blocks") = 0, py::arg("one_way_max_bytes") = 0)
       .def_property_readonly("nranks", &EmulatedRanks::nranks)
       .def_property_readonly("max_blocks", &EmulatedRanks::max_blocks)
       .def_property_readonly("max_push_blocks", &EmulatedRanks::max_push_blocks)
@@ -77,9 +85,12 @@ void bind_nvlink_lab(py::module_& m) {
               throw py::value_error(concat("emulated ranks: ", count, " elements at ", src_offset,
                                            " are past the ", in_count, " staged"));
             }
-            return self.reduce(rank, input.data_ptr(), in_count, output.data_ptr(), count,
-                               src_offset, types::to_nccl_or_throw(input.scalar_type()), op,
-                               two_shot_min_bytes, seq);
+            bool queued = self.reduce(rank, input.data_ptr(), in_count, output.data_ptr(), count,
+                                      src_offset, types::to_nccl_or_throw(input.scalar_type()),
+                                      op, two_shot_min_bytes, seq);
+            hold(input, self, rank);
+            hold(output, self, rank);
+            return queued;
           },
           py::arg("rank"), py::arg("input"), py::arg("in_count"), py::arg("output"),
           py::arg("count"), py::arg("src_offset"), py::arg("op"),
@@ -103,6 +114,10 @@ void bind_nvlink_lab(py::module_& m) {
                        "output");
             self.copy(rank, input ? input->data_ptr() : nullptr, in_bytes, output.data_ptr(),
                       bytes, src_offset, first, npeers, seq);
+            if (input) {
+              hold(*input, self, rank);
+            }
+            hold(output, self, rank);
           },
           py::arg("rank"), py::arg("input"), py::arg("in_bytes"), py::arg("output"),
           py::arg("bytes"), py::arg("src_offset"), py::arg("first"), py::arg("npeers"),
@@ -116,6 +131,7 @@ void bind_nvlink_lab(py::module_& m) {
             self.push(rank, data.data_ptr(),
                       checked::narrow<size_t, raise_value_error>(data.numel(), "element count"),
                       types::to_nccl_or_throw(data.scalar_type()), op, blocks, seq);
+            hold(data, self, rank);
           },
           py::arg("rank"), py::arg("data"), py::arg("op"), py::arg("blocks"), py::arg("seq") = 0,
           "Queues rank's part of a push all-reduce of `data` in place.")

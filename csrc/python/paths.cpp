@@ -35,6 +35,7 @@ py::dict paths_dict(const nvlink::GroupPaths& g) {
   d["push_max_bytes"] = g.push.max_bytes;
   d["push_ctas"] = g.push.ctas;
   d["two_shot_min_bytes"] = g.two_shot_min_bytes;
+  d["one_way_max_bytes"] = g.one_way_max_bytes;
   return d;
 }
 
@@ -53,6 +54,7 @@ void bind_paths(py::module_& m) {
           d["eager_push_min_bytes"] = row.eager_push_min_bytes;
           d["push_max_bytes"] = row.push_max_bytes;
           d["two_shot_min_bytes"] = row.two_shot_min_bytes;
+          d["one_way_max_bytes"] = row.one_way_max_bytes;
           d["measured"] = row.measured;
           out.append(std::move(d));
         }
@@ -62,24 +64,25 @@ void bind_paths(py::module_& m) {
       "input in bytes of each operation's fast path in captured calls (fast_max_bytes) "
       "and in eager calls (eager_fast_max_bytes), the push all-reduce's range (max 0: "
       "off; from push_min_bytes captured, eager_push_min_bytes eager), the size from which "
-      "a fast-path all_reduce takes two shots (0: never) and the measurement that set the "
-      "row.");
+      "a fast-path all_reduce takes two shots (0: never), the largest bytes a fast-path "
+      "call sends each peer through the one-way kernels (0: never) and the measurement that "
+      "set the row.");
   m.def(
       "_paths_for",
       [](int world, std::optional<size_t> fast_max_bytes, std::optional<size_t> push_min_bytes,
          std::optional<size_t> push_max_bytes, std::optional<size_t> eager_fast_max_bytes,
-         std::optional<size_t> two_shot_min_bytes) {
+         std::optional<size_t> two_shot_min_bytes, std::optional<size_t> one_way_max_bytes) {
         if (world < 1) {
           throw py::value_error("world must be at least 1, got " + std::to_string(world));
         }
         return paths_dict(nvlink::paths_for(
             world, {fast_max_bytes, eager_fast_max_bytes, push_min_bytes, push_max_bytes, 32,
-                    two_shot_min_bytes}));
+                    two_shot_min_bytes, one_way_max_bytes}));
       },
       py::arg("world"), py::arg("fast_path_max_bytes") = py::none(),
       py::arg("push_min_bytes") = py::none(), py::arg("push_max_bytes") = py::none(),
       py::arg("eager_fast_path_max_bytes") = py::none(),
-      py::arg("two_shot_min_bytes") = py::none(),
+      py::arg("two_shot_min_bytes") = py::none(), py::arg("one_way_max_bytes") = py::none(),
       "What a group of `world` ranks chooses: the table's row, with the options given "
       "overriding it for every operation, in both modes.");
 }

@@ -26,6 +26,8 @@ def test_a_window_size_that_would_wrap():
         _C._EmulatedRanks(16, 2**62)
     with pytest.raises(ValueError, match="does not fit"):
         _C._EmulatedRanks(1, 2**62)  # 2**63 + flags: past int64
+    with pytest.raises(ValueError, match="one-way"):
+        _C._EmulatedRanks(16, 2**59, one_way_max_bytes=2**62)  # 32 slots of 2**60
 
 
 def test_empty_windows_negative_grids_and_oversized_push_staging():

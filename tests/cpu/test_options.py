@@ -375,6 +375,18 @@ def test_two_shot_size_defaults_and_environment():
         env_settings({"NCCL_CORE_TWO_SHOT_MIN_BYTES": "-1"})
 
 
+def test_one_way_size_defaults_and_environment():
+    from nccl_core_backend.options import make_options
+
+    assert make_options(None, env={}).one_way_max_bytes is None  # the path table's
+    env = {"NCCL_CORE_ONE_WAY_MAX_BYTES": str(16 << 10)}
+    assert env_settings(env) == {"one_way_max_bytes": 16 << 10}
+    assert make_options(None, env=env).one_way_max_bytes == 16 << 10
+    assert make_options(None, env={"NCCL_CORE_ONE_WAY_MAX_BYTES": "0"}).one_way_max_bytes == 0
+    with pytest.raises(ValueError, match="NCCL_CORE_ONE_WAY_MAX_BYTES"):
+        env_settings({"NCCL_CORE_ONE_WAY_MAX_BYTES": "-1"})
+
+
 def test_push_ctas_out_of_range_is_refused():
     from nccl_core_backend import Options
 

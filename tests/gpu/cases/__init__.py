@@ -31,4 +31,5 @@ from tests.gpu.cases import (  # noqa: F401
     suspend,
     lifetimes,
     emulated_ranks,
+    emulated_one_way,
 )

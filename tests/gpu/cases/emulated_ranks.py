@@ -27,10 +27,13 @@ HALF = 1 << 20  # the fast path's largest staged call at 2-4 ranks
 TIMEOUT_S = 60.0
 
 
-def _ranks(ctx, nranks, push_max_bytes=0, max_blocks=0):
+def _ranks(ctx, nranks, push_max_bytes=0, max_blocks=0, one_way_max_bytes=0):
+    """Emulated ranks; the barrier kernels for every call unless
+    `one_way_max_bytes` (emulated_one_way.py)."""
     if torch.cuda.get_device_properties(ctx.device).multi_processor_count < nranks:
         raise Skip(f"{nranks} emulated ranks need {nranks} multiprocessors")
-    return nc._C._EmulatedRanks(nranks, HALF, push_max_bytes, ctx.device.index, max_blocks)
+    return nc._C._EmulatedRanks(nranks, HALF, push_max_bytes, ctx.device.index, max_blocks,
+                                one_way_max_bytes)
 
 
 def _check(out, ref, dtype, op, nranks, what):
