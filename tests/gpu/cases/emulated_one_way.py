@@ -182,8 +182,8 @@ def emulated_one_way_and_barrier_calls_back_to_back(ctx):
     """Calls queued back to back with no host sync, one way and through the
     barrier kernels in turn (sizes below and above the slot, two shots every
     fifth call, broadcasts whose other ranks send only their headers), with
-    and without a rank that lags (outputs in pinned host memory, a grid of 2
-    blocks): every result is kept and checked after the loop."""
+    and without a rank that lags (all_reduce outputs in pinned host memory, a
+    grid of 2 blocks): every result is kept and checked after the loop."""
     calls = 120
     for nranks, slow_rank in ((2, None), (2, 1), (3, 0), (4, None), (8, 5)):
         lab = _one_way(ctx, nranks, max_blocks=0 if slow_rank is None else 2)
@@ -198,8 +198,6 @@ def emulated_one_way_and_barrier_calls_back_to_back(ctx):
                 src = _bytes(ctx, root, nbytes, 60000 + i)
                 src_dev = src.to(ctx.device)  # kept until the root's stream has read it
                 outs = [poison((nbytes,), torch.uint8, ctx.device) for _ in range(nranks)]
-                if slow_rank is not None:
-                    outs[slow_rank] = outs[slow_rank].cpu().pin_memory()
                 for r in range(nranks):
                     if r == root:
                         lab.copy(r, src_dev, nbytes, outs[r], nbytes, 0, root, 1, i)
