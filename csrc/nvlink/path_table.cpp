@@ -21,7 +21,7 @@ const std::vector<PathRow> kTable = {
      "not measured at one rank: the fast path's earlier default (256 KiB for every "
      "operation, both modes); no push (nothing to push to), no two shots (no peers); "
      "one way at every fast-path size (no peers: a copy without a barrier)"},
-    {2, 2, all(MiB), all(0), 2 * MiB, 2 * MiB, 16 * MiB, 0, 64 * KiB,
+    {2, 2, all(MiB), all(0), 2 * MiB, 2 * MiB, 16 * MiB, 0, 256 * KiB,
      "Captured all_reduce: 100 bf16 calls in a CUDA graph, 2 and 4xH200 (NVLink), torch "
      "2.11, NCCL 2.28.9, the grid by size (kernels.cu): 64 KiB-256 KiB 0.39-0.43, 512 KiB "
      "0.40-0.48, 1 MiB 0.45-0.46 (6.9-13.7 us a call against nccl's 16-30), session 7, "
@@ -34,7 +34,11 @@ const std::vector<PathRow> kTable = {
      "all_reduce (both modes) 512 KiB 1.37-1.41, 1 MiB 1.18-1.20 (NCCL there), 2 MiB 0.74, "
      "4 MiB 0.87, 8 MiB 0.91, 16 MiB 0.94, 32 MiB 1.00 (NCCL from there), b26a96d. One "
      "shot at every size: the two-shot that stores took 1.23-1.65x the one-shot's time at "
-     "64 KiB-1 MiB (graphs, 2xH200, session 8)"},
+     "64 KiB-1 MiB (graphs, 2xH200, session 8). One way up to 256 KiB: graphs of 100 calls, "
+     "2xH200, bf16 all_reduce 8 B-128 KiB 3.9-4.8 us against the barrier kernels' 5.8-7.1 "
+     "(256 KiB 6.3 against 7.5; torch's symm_mem two-shot 6.1-7.3), all_gather, "
+     "reduce_scatter and broadcast 1-256 KiB 3.3-5.0 against 5.1-7.6 (session 12, "
+     "2026-11-28)"},
     {3, 4, all(MiB), all(0), 2 * MiB, 4 * MiB, 8 * MiB, MiB, 0,
      "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, python -m nccl_core_backend.bench (per-call "
      "events, back to back), at 4 ranks (3 not measured: taken from 4). Captured all_reduce, "

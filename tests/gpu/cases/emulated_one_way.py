@@ -16,7 +16,7 @@ from tests.gpu.cases.emulated_ranks import (KERNEL_DTYPES, OP_NAMES, SUM, MAX, M
                                             TIMEOUT_S, _all_reduce, _bytes, _check, _ops, _ranks)
 from tests.gpu.registry import case
 
-ONE_WAY = 64 << 10  # bytes a call sends each peer at most: the 2-rank row's limit
+ONE_WAY = 64 << 10  # bytes a call sends each peer at most (the path table sets it per world)
 
 
 def _one_way(ctx, nranks, max_blocks=0):
