@@ -40,17 +40,31 @@
 #include <cstddef>
 
 #include "nvlink/kernels.h"
+#include "util/checked.h"
+#include "util/torch_errors.h"
 
 namespace nccl_core::nvlink {
 
 // Data bytes in one 16-byte line.
 constexpr size_t kOneWayLineData = 8;
 
-// Bytes of one slot for calls that send up to `max_bytes` to each peer
-// (checked: ValueError where it would wrap).
-size_t one_way_slot_bytes(size_t max_bytes);
+// Bytes of one slot for calls that send up to `max_bytes` to each peer: a
+// header line, then a line for every 8 data bytes (checked, since the size
+// comes from a group's option: ValueError where it would wrap).
+inline size_t one_way_slot_bytes(size_t max_bytes) {
+  size_t lines = checked::add<raise_value_error>(max_bytes, kOneWayLineData - 1,
+                                                 "one_way_max_bytes") /
+                 kOneWayLineData;
+  return checked::mul<raise_value_error>(
+      checked::add<raise_value_error>(lines, 1, "one-way slot lines"), 16, "one-way slot bytes");
+}
+
 // Bytes of the whole area for `nranks` ranks (two halves of nranks slots).
-size_t one_way_area_bytes(size_t slot_bytes, int nranks);
+inline size_t one_way_area_bytes(size_t slot_bytes, int nranks) {
+  return checked::mul<raise_value_error>(
+      checked::mul<raise_value_error>(2, static_cast<size_t>(nranks), "one-way slots"),
+      slot_bytes, "one-way area bytes");
+}
 
 // Whether a call that sends `bytes` to each peer takes the one-way kernels:
 // the group has the area and the slot holds them.  Depends on the group and

@@ -1,4 +1,4 @@
-"""The emulated ranks (csrc/nvlink/emulated_ranks.h, tests' private binding)
+"""The emulated ranks (csrc/emulation/emulated_ranks.h, tests' private binding)
 refuse sizes and counts that cannot work before they touch a GPU, so these
 run without one; the kernels themselves are checked on a GPU
 (tests/gpu/cases/emulated_ranks.py)."""

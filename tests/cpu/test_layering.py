@@ -21,6 +21,7 @@ FLOORS = {
     "nvlink": 4,    # nccl_core's own NVLink kernels (fast path, push)
     "rma": 5,       # one-sided communication
     "collectives": 5,  # the operations layer: every NCCL collective's call, both surfaces
+    "emulation": 5,  # our NVLink kernels for ranks emulated on one GPU (the tests')
     "op": 6,        # one operation's state: end event, timing, error, held tensors
     "failures": 7,  # watchdog, error policy, flight recorder, reports, NaN watch
     "tooling": 7,   # torch's tooling: profiler, completion hooks, comm listener

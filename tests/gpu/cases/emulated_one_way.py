@@ -13,7 +13,8 @@ import torch
 
 from tests.gpu.cases.common import expect_raises, fail, make, poison, reduce_ref
 from tests.gpu.cases.emulated_ranks import (KERNEL_DTYPES, OP_NAMES, SUM, MAX, MIN, AVG,
-                                            TIMEOUT_S, _all_reduce, _bytes, _check, _ops, _ranks)
+                                            TIMEOUT_S, _all_reduce, _bytes, _check, _check_copies,
+                                            _ops, _queue_copies, _ranks)
 from tests.gpu.registry import case
 
 ONE_WAY = 64 << 10  # bytes a call sends each peer at most (the path table sets it per world)
@@ -122,58 +123,23 @@ def emulated_one_way_reduce_scatter_and_copies(ctx):
                 for r, out in enumerate(outs):
                     _check(out, full[r * n:(r + 1) * n], dtype, op, nranks,
                            f"reduce_scatter, {nranks} ranks, rank {r}, n={n}, in place {in_place}")
-            # all_gather out of place, then in place (each input inside its output).
-            # (The inputs are kept: a rank's stream reads them after the call.)
+            # all_gather in place (each input inside its output), then the
+            # copies of emulated_copies: all_gather, all_to_all (barrier
+            # kernels) and broadcasts out of place and in place at the root.
             cpu = [_bytes(ctx, r, nbytes, salt + 1) for r in range(nranks)]
-            gins = [x.to(ctx.device) for x in cpu]
-            outs = [poison((nbytes * nranks,), torch.uint8, ctx.device) for _ in range(nranks)]
-            for r in range(nranks):
-                lab.copy(r, gins[r], nbytes, outs[r], nbytes, 0, 0, nranks, salt + 1)
             places = [poison((nbytes * nranks,), torch.uint8, ctx.device) for _ in range(nranks)]
             for r in range(nranks):
                 places[r][r * nbytes:(r + 1) * nbytes].copy_(cpu[r].to(ctx.device))
             for r in range(nranks):
                 piece = places[r][r * nbytes:(r + 1) * nbytes]
                 lab.copy(r, piece, nbytes, places[r], nbytes, 0, 0, nranks, salt + 2)
-            # all_to_all (barrier kernels), then broadcasts from the last rank
-            # out of place and from rank 0 in place.
-            cpu2 = [_bytes(ctx, r, nbytes * nranks, salt + 3) for r in range(nranks)]
-            ins2 = [x.to(ctx.device) for x in cpu2]
-            outs2 = [poison((nbytes * nranks,), torch.uint8, ctx.device) for _ in range(nranks)]
-            for r in range(nranks):
-                lab.copy(r, ins2[r], nbytes * nranks, outs2[r], nbytes, r * nbytes, 0, nranks,
-                         salt + 3)
-            root = nranks - 1
-            src = _bytes(ctx, root, nbytes, salt + 4).to(ctx.device)
-            bouts = [poison((nbytes,), torch.uint8, ctx.device) for _ in range(nranks)]
-            for r in range(nranks):
-                if r == root:
-                    lab.copy(r, src, nbytes, bouts[r], nbytes, 0, root, 1, salt + 4)
-                else:
-                    lab.copy(r, None, 0, bouts[r], nbytes, 0, root, 1, salt + 4)
-            inplace = [poison((nbytes,), torch.uint8, ctx.device) for _ in range(nranks)]
-            inplace[0] = _bytes(ctx, 0, nbytes, salt + 5).to(ctx.device)
-            expected0 = inplace[0].cpu()
-            for r in range(nranks):
-                if r == 0:
-                    lab.copy(r, inplace[0], nbytes, inplace[0], nbytes, 0, 0, 0, salt + 5)
-                else:
-                    lab.copy(r, None, 0, inplace[r], nbytes, 0, 0, 1, salt + 5)
+            queued = _queue_copies(ctx, lab, nbytes, salt + 3)
             lab.synchronize(TIMEOUT_S)
             gathered = torch.cat(cpu)
             for r in range(nranks):
-                what = f"{nranks} ranks, {nbytes} bytes, rank {r}"
-                if not torch.equal(outs[r].cpu(), gathered):
-                    fail(f"all_gather wrong: {what}")
                 if not torch.equal(places[r].cpu(), gathered):
-                    fail(f"all_gather in place wrong: {what}")
-                want = torch.cat([cpu2[p][r * nbytes:(r + 1) * nbytes] for p in range(nranks)])
-                if not torch.equal(outs2[r].cpu(), want):
-                    fail(f"all_to_all wrong: {what}")
-                if not torch.equal(bouts[r].cpu(), src.cpu()):
-                    fail(f"broadcast (out of place at the root) wrong: {what}")
-                if not torch.equal(inplace[r].cpu(), expected0):
-                    fail(f"broadcast (in place at the root) wrong: {what}")
+                    fail(f"all_gather in place wrong: {nranks} ranks, {nbytes} bytes, rank {r}")
+            _check_copies(queued, f"one way, {nranks} ranks, {nbytes} bytes")
         _no_faults(lab, f"{nranks} ranks")
 
 

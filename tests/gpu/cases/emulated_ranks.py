@@ -1,5 +1,5 @@
 """The fast path's and the push's kernels on one GPU, for 2 to 16 ranks
-emulated there (csrc/nvlink/emulated_ranks.h: every rank's window is a buffer
+emulated there (csrc/emulation/emulated_ranks.h: every rank's window is a buffer
 of this GPU, each rank's calls on a stream of its own).  They check the
 kernels' logic where no NVLink peers exist: every type and operator, sizes
 around the vector, grid and wide-kernel edges, one and two shots,
@@ -184,6 +184,57 @@ def _bytes(ctx, rank, nbytes, salt):
     return torch.randint(0, 256, (nbytes,), generator=g, dtype=torch.uint8)
 
 
+def _queue_copies(ctx, lab, nbytes, salt):
+    """Queues all_gather, all_to_all and broadcasts (out of place from the
+    last rank, in place from rank 0) of `nbytes` a piece on every rank;
+    returns [(name, outputs, expected CPU bytes per rank)] to check once the
+    ranks are synchronized (the inputs are kept in it too)."""
+    nranks = lab.nranks
+    # all_gather: every rank stages its piece, reads every rank's.
+    cpu = [_bytes(ctx, r, nbytes, salt) for r in range(nranks)]
+    ins = [x.to(ctx.device) for x in cpu]
+    outs = [poison((nbytes * nranks,), torch.uint8, ctx.device) for _ in range(nranks)]
+    for r in range(nranks):
+        lab.copy(r, ins[r], nbytes, outs[r], nbytes, 0, 0, nranks, salt)
+    # all_to_all: rank r stages nranks pieces, takes piece r of each.
+    cpu2 = [_bytes(ctx, r, nbytes * nranks, salt + 500) for r in range(nranks)]
+    ins2 = [x.to(ctx.device) for x in cpu2]
+    outs2 = [poison((nbytes * nranks,), torch.uint8, ctx.device) for _ in range(nranks)]
+    for r in range(nranks):
+        lab.copy(r, ins2[r], nbytes * nranks, outs2[r], nbytes, r * nbytes, 0, nranks, salt + 1)
+    # broadcast from the last rank, out of place; then from 0, in place.
+    root = nranks - 1
+    src = _bytes(ctx, root, nbytes, salt + 900).to(ctx.device)
+    bouts = [poison((nbytes,), torch.uint8, ctx.device) for _ in range(nranks)]
+    for r in range(nranks):
+        if r == root:
+            lab.copy(r, src, nbytes, bouts[r], nbytes, 0, root, 1, salt + 2)
+        else:
+            lab.copy(r, None, 0, bouts[r], nbytes, 0, root, 1, salt + 2)
+    inplace = [poison((nbytes,), torch.uint8, ctx.device) for _ in range(nranks)]
+    inplace[0] = _bytes(ctx, 0, nbytes, salt + 901).to(ctx.device)
+    expected0 = inplace[0].cpu()
+    for r in range(nranks):
+        if r == 0:
+            lab.copy(r, inplace[0], nbytes, inplace[0], nbytes, 0, 0, 0, salt + 3)
+        else:
+            lab.copy(r, None, 0, inplace[r], nbytes, 0, 0, 1, salt + 3)
+    gathered = torch.cat(cpu)
+    to_all = [torch.cat([cpu2[p][r * nbytes:(r + 1) * nbytes] for p in range(nranks)])
+              for r in range(nranks)]
+    return [("all_gather", outs, [gathered] * nranks, ins),
+            ("all_to_all", outs2, to_all, ins2),
+            ("broadcast (out of place at the root)", bouts, [src.cpu()] * nranks, src),
+            ("broadcast (in place at the root)", inplace, [expected0] * nranks, None)]
+
+
+def _check_copies(queued, what):
+    for name, outs, wants, _ in queued:
+        for r, (out, want) in enumerate(zip(outs, wants)):
+            if not torch.equal(out.cpu(), want):
+                fail(f"{name} wrong: {what}, rank {r}")
+
+
 @case(min_world=1, max_world=1, mode="eager")
 def emulated_copies(ctx):
     """all_gather, all_to_all and broadcast (in place and out of place at
@@ -193,49 +244,9 @@ def emulated_copies(ctx):
         lab = _ranks(ctx, nranks)
         for nbytes in (1, 33, 4096, 128 << 10, (HALF // nranks) // 16 * 16):
             salt += 1
-            # all_gather: every rank stages its piece, reads every rank's.
-            cpu = [_bytes(ctx, r, nbytes, salt) for r in range(nranks)]
-            ins = [x.to(ctx.device) for x in cpu]
-            outs = [poison((nbytes * nranks,), torch.uint8, ctx.device) for _ in range(nranks)]
-            for r in range(nranks):
-                lab.copy(r, ins[r], nbytes, outs[r], nbytes, 0, 0, nranks, salt)
-            # all_to_all: rank r stages nranks pieces, takes piece r of each.
-            cpu2 = [_bytes(ctx, r, nbytes * nranks, salt + 500) for r in range(nranks)]
-            ins2 = [x.to(ctx.device) for x in cpu2]
-            outs2 = [poison((nbytes * nranks,), torch.uint8, ctx.device) for _ in range(nranks)]
-            for r in range(nranks):
-                lab.copy(r, ins2[r], nbytes * nranks, outs2[r], nbytes, r * nbytes, 0, nranks,
-                         salt + 1)
-            # broadcast from the last rank, out of place; then from 0, in place.
-            root = nranks - 1
-            src = _bytes(ctx, root, nbytes, salt + 900).to(ctx.device)
-            bouts = [poison((nbytes,), torch.uint8, ctx.device) for _ in range(nranks)]
-            for r in range(nranks):
-                if r == root:
-                    lab.copy(r, src, nbytes, bouts[r], nbytes, 0, root, 1, salt + 2)
-                else:
-                    lab.copy(r, None, 0, bouts[r], nbytes, 0, root, 1, salt + 2)
-            inplace = [poison((nbytes,), torch.uint8, ctx.device) for _ in range(nranks)]
-            inplace[0] = _bytes(ctx, 0, nbytes, salt + 901).to(ctx.device)
-            expected0 = inplace[0].cpu()
-            for r in range(nranks):
-                if r == 0:
-                    lab.copy(r, inplace[0], nbytes, inplace[0], nbytes, 0, 0, 0, salt + 3)
-                else:
-                    lab.copy(r, None, 0, inplace[r], nbytes, 0, 0, 1, salt + 3)
+            queued = _queue_copies(ctx, lab, nbytes, salt)
             lab.synchronize(TIMEOUT_S)
-            gathered = torch.cat(cpu)
-            for r in range(nranks):
-                what = f"{nranks} ranks, {nbytes} bytes, rank {r}"
-                if not torch.equal(outs[r].cpu(), gathered):
-                    fail(f"all_gather wrong: {what}")
-                want = torch.cat([cpu2[p][r * nbytes:(r + 1) * nbytes] for p in range(nranks)])
-                if not torch.equal(outs2[r].cpu(), want):
-                    fail(f"all_to_all wrong: {what}")
-                if not torch.equal(bouts[r].cpu(), src.cpu()):
-                    fail(f"broadcast (out of place at the root) wrong: {what}")
-                if not torch.equal(inplace[r].cpu(), expected0):
-                    fail(f"broadcast (in place at the root) wrong: {what}")
+            _check_copies(queued, f"{nranks} ranks, {nbytes} bytes")
 
 
 PUSH_MAX = 16 << 20
