@@ -14,7 +14,7 @@ import torch
 from tests.gpu.cases.common import expect_raises, fail, make, poison, reduce_ref
 from tests.gpu.cases.emulated_ranks import (KERNEL_DTYPES, OP_NAMES, SUM, MAX, MIN, AVG,
                                             TIMEOUT_S, _all_reduce, _bytes, _check, _check_copies,
-                                            _ops, _queue_copies, _ranks)
+                                            _ops, _queue_copies, _ranks, _reduce_scatter)
 from tests.gpu.registry import case
 
 ONE_WAY = 64 << 10  # bytes a call sends each peer at most (the path table sets it per world)
@@ -111,18 +111,7 @@ def emulated_one_way_reduce_scatter_and_copies(ctx):
             # reduce_scatter, float32 SUM and float16 AVG.
             for dtype, op, in_place in ((torch.float32, SUM, False), (torch.float16, AVG, True)):
                 n = max(1, nbytes // _size(dtype))
-                name = OP_NAMES[op]
-                cpu = [make(ctx, r, dtype, n=n * nranks, op=name, salt=salt) for r in range(nranks)]
-                ins = [x.to(ctx.device) for x in cpu]
-                outs = [ins[r][r * n:(r + 1) * n] if in_place else poison((n,), dtype, ctx.device)
-                        for r in range(nranks)]
-                for r in range(nranks):
-                    lab.reduce(r, ins[r], n * nranks, outs[r], n, r * n, op, 0, salt)
-                lab.synchronize(TIMEOUT_S)
-                full = reduce_ref(cpu, name, dtype)
-                for r, out in enumerate(outs):
-                    _check(out, full[r * n:(r + 1) * n], dtype, op, nranks,
-                           f"reduce_scatter, {nranks} ranks, rank {r}, n={n}, in place {in_place}")
+                _reduce_scatter(ctx, lab, dtype, op, n, salt, in_place, f"one way, {nranks} ranks")
             # all_gather in place (each input inside its output), then the
             # copies of emulated_copies: all_gather, all_to_all (barrier
             # kernels) and broadcasts out of place and in place at the root.

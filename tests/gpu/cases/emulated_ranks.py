@@ -155,6 +155,24 @@ def emulated_back_to_back_calls_share_the_halves(ctx):
                        f"{nranks} ranks (slow rank {slow_rank}), call {i}, rank {r}")
 
 
+def _reduce_scatter(ctx, lab, dtype, op, n, salt, in_place, what):
+    """One reduce_scatter of n elements a rank on every emulated rank (in
+    place: each output is its rank's piece of its input), synchronized and
+    every element checked."""
+    nranks, name = lab.nranks, OP_NAMES[op]
+    cpu = [make(ctx, r, dtype, n=n * nranks, op=name, salt=salt) for r in range(nranks)]
+    ins = [x.to(ctx.device) for x in cpu]
+    outs = [ins[r][r * n:(r + 1) * n] if in_place else poison((n,), dtype, ctx.device)
+            for r in range(nranks)]
+    for r in range(nranks):
+        lab.reduce(r, ins[r], n * nranks, outs[r], n, r * n, op, 0, salt)
+    lab.synchronize(TIMEOUT_S)
+    full = reduce_ref(cpu, name, dtype)
+    for r, out in enumerate(outs):
+        _check(out, full[r * n:(r + 1) * n], dtype, op, nranks,
+               f"reduce_scatter, {what}, rank {r}, n={n}, in place {in_place}")
+
+
 @case(min_world=1, max_world=1, mode="eager")
 def emulated_reduce_scatter(ctx):
     """reduce_scatter: every rank stages n x nranks and reduces its own n."""
@@ -166,17 +184,7 @@ def emulated_reduce_scatter(ctx):
             size = torch.empty((), dtype=dtype).element_size()
             for n in (1, 257, 4096, (HALF // size) // nranks // 16 * 16):
                 salt += 1
-                name = OP_NAMES[op]
-                cpu = [make(ctx, r, dtype, n=n * nranks, op=name, salt=salt) for r in range(nranks)]
-                ins = [x.to(ctx.device) for x in cpu]
-                outs = [poison((n,), dtype, ctx.device) for _ in range(nranks)]
-                for r in range(nranks):
-                    lab.reduce(r, ins[r], n * nranks, outs[r], n, r * n, op, 0, salt)
-                lab.synchronize(TIMEOUT_S)
-                full = reduce_ref(cpu, name, dtype)
-                for r, out in enumerate(outs):
-                    _check(out, full[r * n:(r + 1) * n], dtype, op, nranks,
-                           f"{nranks} ranks, rank {r}, n={n}")
+                _reduce_scatter(ctx, lab, dtype, op, n, salt, False, f"{nranks} ranks")
 
 
 def _bytes(ctx, rank, nbytes, salt):
