@@ -55,12 +55,14 @@ const std::vector<PathRow> kTable = {
      "20.0 at 1 MiB, session 9). Captured push from 2 MiB: 2 MiB 26.2 us a call against "
      "nccl's 52.3 (0.50; NCCL there took 51.5, 1.03), 1 MiB 22.5 against the fast path's "
      "19.7 (session 10, 2026-11-28, 4xH200); eager calls keep 4 MiB, where the push at 2 "
-     "MiB measured 1.03-1.05 (df2ed55)"},
+     "MiB measured 1.03-1.05 (df2ed55). No one-way kernels until measured at 3-4 ranks "
+     "(checked for correctness only, on emulated ranks, session 12)"},
     {5, INT_MAX, all(256 * KiB), all(0), 0, 0, 0, MiB, 0,
      "not measured beyond 4 ranks: captured calls keep the fast path's earlier default (256 "
      "KiB for every operation); eager calls go to NCCL as at 2-4 ranks (the host's launch "
      "does not shrink with the group); no push (its staging and peer count grow with the "
-     "group); two shots from 1 MiB as at 3-4 ranks (where a group's limit reaches it)"},
+     "group); two shots from 1 MiB as at 3-4 ranks (where a group's limit reaches it); no "
+     "one-way kernels (not measured)"},
 };
 
 }  // namespace
