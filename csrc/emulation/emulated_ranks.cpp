@@ -71,9 +71,7 @@ EmulatedRanks::EmulatedRanks(int nranks, size_t max_bytes, size_t push_max_bytes
   }
   // The sizes, refused before anything is allocated where they would wrap.
   half_ = checked::add<raise_value_error>(max_bytes, 15, "emulated ranks: max_bytes") / 16 * 16;
-  // The one-way slots hold what a call sends one peer: at most max_bytes.
-  const size_t one_way_max = one_way_max_bytes < max_bytes ? one_way_max_bytes : max_bytes;
-  one_way_slot_ = one_way_max > 0 ? one_way_slot_bytes(one_way_max) : 0;
+  one_way_slot_ = one_way_slot_for(one_way_max_bytes, max_bytes);
   window_bytes_ = checked::add<raise_value_error>(
       checked::add<raise_value_error>(
           kFlagBytes, checked::mul<raise_value_error>(2, half_, "emulated ranks: two halves"),

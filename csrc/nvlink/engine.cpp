@@ -2,8 +2,6 @@
 
 #include <ATen/cuda/CUDAContext.h>
 
-#include <algorithm>
-
 #include "comm/communicator.h"
 #include "comm/resources.h"
 #include "nvlink/launcher.h"
@@ -48,10 +46,7 @@ bool Engine::whole_group_reachable(Communicator& comm) {
 void Engine::set_up(Communicator& comm, cudaStream_t stream) {
   auto self = comm.shared_from_this();
   size_t half = round16(max_bytes_);
-  // The one-way kernels' slots hold what a call sends one peer: at most its
-  // staged bytes.
-  size_t one_way_max = std::min(paths_.one_way_max_bytes, max_bytes_);
-  size_t one_way_slot = one_way_max > 0 ? one_way_slot_bytes(one_way_max) : 0;
+  size_t one_way_slot = one_way_slot_for(paths_.one_way_max_bytes, max_bytes_);
   size_t bytes = kFlagBytes + 2 * half + one_way_area_bytes(one_way_slot, comm.nranks());
   scratch_ = memory::empty({static_cast<int64_t>(bytes)}, at::kByte, comm.device(), false);
   // Peers write our barrier flags as soon as they run their first kernel,

@@ -59,6 +59,13 @@ inline size_t one_way_slot_bytes(size_t max_bytes) {
       checked::add<raise_value_error>(lines, 1, "one-way slot lines"), 16, "one-way slot bytes");
 }
 
+// A group's slot (0: no area): for its one_way_max_bytes, capped at the
+// largest call it stages (`max_bytes`), since no call sends a peer more.
+inline size_t one_way_slot_for(size_t one_way_max_bytes, size_t max_bytes) {
+  size_t most = one_way_max_bytes < max_bytes ? one_way_max_bytes : max_bytes;
+  return most > 0 ? one_way_slot_bytes(most) : 0;
+}
+
 // Bytes of the whole area for `nranks` ranks (two halves of nranks slots).
 inline size_t one_way_area_bytes(size_t slot_bytes, int nranks) {
   return checked::mul<raise_value_error>(
