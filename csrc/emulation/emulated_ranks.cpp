@@ -3,6 +3,7 @@
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 #include <string>
@@ -70,13 +71,9 @@ EmulatedRanks::EmulatedRanks(int nranks, size_t max_bytes, size_t push_max_bytes
                                        " is negative"));
   }
   // The sizes, refused before anything is allocated where they would wrap.
-  half_ = checked::add<raise_value_error>(max_bytes, 15, "emulated ranks: max_bytes") / 16 * 16;
+  half_ = window_half_bytes(max_bytes);
   one_way_slot_ = one_way_slot_for(one_way_max_bytes, max_bytes);
-  window_bytes_ = checked::add<raise_value_error>(
-      checked::add<raise_value_error>(
-          kFlagBytes, checked::mul<raise_value_error>(2, half_, "emulated ranks: two halves"),
-          "emulated ranks: window bytes"),
-      one_way_area_bytes(one_way_slot_, nranks), "emulated ranks: window bytes");
+  window_bytes_ = window_bytes(half_, one_way_slot_, nranks);
   const auto windows = checked::narrow<int64_t, raise_value_error>(
       checked::mul<raise_value_error>(nranks, window_bytes_, "emulated ranks: windows' bytes"),
       "emulated ranks: windows' bytes");
@@ -93,9 +90,11 @@ EmulatedRanks::EmulatedRanks(int nranks, size_t max_bytes, size_t push_max_bytes
     throw std::invalid_argument(concat("emulated ranks: ", nranks, " ranks need at least ",
                                        nranks, " multiprocessors; this GPU has ", sms));
   }
-  max_blocks_ = per_rank < kMaxBlocks ? per_rank : kMaxBlocks;
-  if (max_blocks > 0 && max_blocks < max_blocks_) {
-    max_blocks_ = max_blocks;
+  max_blocks_ = std::min(per_rank, kMaxBlocks);
+  one_way_max_blocks_ = std::min(per_rank, kOneWayMaxBlocks);
+  if (max_blocks > 0) {
+    max_blocks_ = std::min(max_blocks_, max_blocks);
+    one_way_max_blocks_ = std::min(one_way_max_blocks_, max_blocks);
   }
   max_push_blocks_ = per_rank < kPushMaxBlocks ? per_rank : kPushMaxBlocks;
   windows_ = zeroed_bytes(static_cast<size_t>(windows), device);
@@ -170,6 +169,7 @@ Shared EmulatedRanks::shared_for(int rank) const {
   s.nranks = nranks_;
   s.rank = rank;
   s.max_blocks = max_blocks_;
+  s.one_way_max_blocks = one_way_max_blocks_;
   return s;
 }
 

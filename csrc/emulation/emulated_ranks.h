@@ -92,6 +92,7 @@ class EmulatedRanks {
   const int nranks_;
   const int device_;
   int max_blocks_ = 0;
+  int one_way_max_blocks_ = 0;
   int max_push_blocks_ = 0;
   bool broken_ = false;
   size_t half_ = 0;

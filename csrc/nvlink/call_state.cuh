@@ -32,6 +32,26 @@ struct BlockState {
   int mismatch;  // a peer's flag carried another signature: move no data
 };
 
+// Called after each failed poll of a wait: whether to give up, because the
+// communicator is aborted or another thread of the block gave up (st.stop is
+// then set).  The abort flag is host-mapped and slow to read: every
+// kAbortEvery polls, by one thread of the warp's threads polling together
+// (thousands of threads polling at once, as in the one-way kernels, would
+// otherwise flood PCIe with reads while a call runs late and make it later);
+// a short sleep between polls.
+__device__ __forceinline__ bool should_stop(const Shared& s, BlockState& st, unsigned& spins) {
+  if (++spins % kAbortEvery != 0) {
+    __nanosleep(32);
+    return false;
+  }
+  const bool reader = (threadIdx.x & 31) == __ffs(__activemask()) - 1;
+  if ((reader && *s.abort != 0) || *(volatile int*)&st.stop != 0) {
+    *(volatile int*)&st.stop = 1;
+    return true;
+  }
+  return false;
+}
+
 __device__ __forceinline__ char* half_of(const Shared& s, int rank, const BlockState& st) {
   return s.window[rank] + kFlagBytes + (st.call & 1) * s.half;
 }

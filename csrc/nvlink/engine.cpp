@@ -2,6 +2,8 @@
 
 #include <ATen/cuda/CUDAContext.h>
 
+#include <algorithm>
+
 #include "comm/communicator.h"
 #include "comm/resources.h"
 #include "nvlink/launcher.h"
@@ -32,9 +34,6 @@ bool reducible(ncclDataType_t t, ncclRedOp_t op) {
          (op == ncclAvg && floating(t));
 }
 
-// Halves of the window start 16-byte aligned so that wide loads apply.
-size_t round16(size_t v) { return (v + 15) / 16 * 16; }
-
 }  // namespace
 
 bool Engine::whole_group_reachable(Communicator& comm) {
@@ -45,10 +44,11 @@ bool Engine::whole_group_reachable(Communicator& comm) {
 
 void Engine::set_up(Communicator& comm, cudaStream_t stream) {
   auto self = comm.shared_from_this();
-  size_t half = round16(max_bytes_);
+  size_t half = window_half_bytes(max_bytes_);
   size_t one_way_slot = one_way_slot_for(paths_.one_way_max_bytes, max_bytes_);
-  size_t bytes = kFlagBytes + 2 * half + one_way_area_bytes(one_way_slot, comm.nranks());
-  scratch_ = memory::empty({static_cast<int64_t>(bytes)}, at::kByte, comm.device(), false);
+  size_t bytes = window_bytes(half, one_way_slot, comm.nranks());
+  scratch_ = memory::empty({checked::narrow<int64_t, raise_value_error>(bytes, "fast-path window")},
+                           at::kByte, comm.device(), false);
   // Peers write our barrier flags as soon as they run their first kernel,
   // which may be before ours: the zeros must land before we register.  Not
   // on the caller's stream, which may hold another group's stuck kernel.
@@ -79,7 +79,8 @@ void Engine::set_up(Communicator& comm, cudaStream_t stream) {
   s.nranks = comm.nranks();
   s.rank = comm.rank();
   int multiprocessors = at::cuda::getDeviceProperties(comm.device())->multiProcessorCount;
-  s.max_blocks = multiprocessors < kMaxBlocks ? multiprocessors : kMaxBlocks;
+  s.max_blocks = std::min(multiprocessors, kMaxBlocks);
+  s.one_way_max_blocks = std::min(multiprocessors, kOneWayMaxBlocks);
   shared_ = s;
 }
 

@@ -75,11 +75,9 @@ __device__ bool barrier(const Shared& s, BlockState& st, const CallTag& tag) {
     unsigned spins = 0;
     unsigned long long v;
     while (((v = f.load(cuda::memory_order_acquire)) >> kSigBits) < epoch) {
-      if (++spins % kAbortEvery == 0 && (*s.abort != 0 || *(volatile int*)&st.stop != 0)) {
-        st.stop = 1;
+      if (should_stop(s, st, spins)) {
         break;
       }
-      __nanosleep(32);
     }
     if ((v >> kSigBits) == epoch && (v & kSigMask) != st.sig) {
       *(volatile int*)&st.mismatch = 1;

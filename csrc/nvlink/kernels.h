@@ -118,6 +118,9 @@ struct Shared {
   // at once (the barrier waits for all of them).  NVLink peers are the same
   // model, so every rank caps alike.
   int max_blocks;
+  // The same for the one-way kernels (one_way.h), which cross no barrier:
+  // kOneWayMaxBlocks, or the multiprocessor count where that is smaller.
+  int one_way_max_blocks;
 };
 
 // out[j] = op over ranks r of rank r's input[src_offset + j], j < count,

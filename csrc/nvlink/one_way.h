@@ -47,6 +47,8 @@ namespace nccl_core::nvlink {
 
 // Data bytes in one 16-byte line.
 constexpr size_t kOneWayLineData = 8;
+// The most blocks a one-way call launches (Shared::one_way_max_blocks).
+constexpr int kOneWayMaxBlocks = 128;
 
 // Bytes of one slot for calls that send up to `max_bytes` to each peer: a
 // header line, then a line for every 8 data bytes (checked, since the size
@@ -71,6 +73,20 @@ inline size_t one_way_area_bytes(size_t slot_bytes, int nranks) {
   return checked::mul<raise_value_error>(
       checked::mul<raise_value_error>(2, static_cast<size_t>(nranks), "one-way slots"),
       slot_bytes, "one-way area bytes");
+}
+
+// The fast path's window for calls staging up to `max_bytes`: barrier flags,
+// two data halves (16-byte aligned so that wide loads apply), then the
+// one-way area.  Checked: max_bytes is a group's option.
+inline size_t window_half_bytes(size_t max_bytes) {
+  return checked::add<raise_value_error>(max_bytes, 15, "fast_path_max_bytes") / 16 * 16;
+}
+inline size_t window_bytes(size_t half, size_t slot_bytes, int nranks) {
+  return checked::add<raise_value_error>(
+      checked::add<raise_value_error>(
+          kFlagBytes, checked::mul<raise_value_error>(2, half, "fast-path window halves"),
+          "fast-path window bytes"),
+      one_way_area_bytes(slot_bytes, nranks), "fast-path window bytes");
 }
 
 // Whether a call that sends `bytes` to each peer takes the one-way kernels:

@@ -21,7 +21,7 @@ const std::vector<PathRow> kTable = {
      "not measured at one rank: the fast path's earlier default (256 KiB for every "
      "operation, both modes); no push (nothing to push to), no two shots (no peers); "
      "one way at every fast-path size (no peers: a copy without a barrier)"},
-    {2, 2, all(MiB), all(0), 2 * MiB, 2 * MiB, 16 * MiB, 0, 256 * KiB,
+    {2, 2, all(MiB), all(0), 2 * MiB, 2 * MiB, 16 * MiB, 0, 512 * KiB,
      "Captured all_reduce: 100 bf16 calls in a CUDA graph, 2 and 4xH200 (NVLink), torch "
      "2.11, NCCL 2.28.9, the grid by size (kernels.cu): 64 KiB-256 KiB 0.39-0.43, 512 KiB "
      "0.40-0.48, 1 MiB 0.45-0.46 (6.9-13.7 us a call against nccl's 16-30), session 7, "

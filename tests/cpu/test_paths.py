@@ -104,13 +104,13 @@ def test_two_shots_from_the_table_or_the_option():
 def test_one_way_sizes_from_the_table_or_the_option():
     rows = {row["min_world"]: row for row in paths.table()}
     assert rows[1]["one_way_max_bytes"] == 256 * KiB  # no peers: every fast-path size
-    assert rows[2]["one_way_max_bytes"] == 256 * KiB
+    assert rows[2]["one_way_max_bytes"] == 512 * KiB
     assert rows[3]["one_way_max_bytes"] == 0  # not measured at 3-4 ranks
     assert rows[5]["one_way_max_bytes"] == 0
-    assert paths.for_world(2)["one_way_max_bytes"] == 256 * KiB
+    assert paths.for_world(2)["one_way_max_bytes"] == 512 * KiB
     assert paths.for_world(2, one_way_max_bytes=0)["one_way_max_bytes"] == 0
     assert paths.for_world(4, one_way_max_bytes=16 * KiB)["one_way_max_bytes"] == 16 * KiB
-    assert "| 2 MiB - 16 MiB | never | 256 KiB |" in paths.render()
+    assert "| 2 MiB - 16 MiB | never | 512 KiB |" in paths.render()
 
 
 def test_an_eager_limit_alone_keeps_the_captured_one():
