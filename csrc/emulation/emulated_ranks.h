@@ -41,7 +41,7 @@ class EmulatedRanks {
  public:
   // On `device`: fast-path windows whose halves hold `max_bytes`, and push
   // staging for all-reduces of up to `push_max_bytes` (0: no push).
-  // `max_blocks` (0: as many as fit) caps the fast path's grid lower: a
+  // `max_blocks` (0: as many as fit) caps the fast path's grids lower: a
   // small grid gives each thread many iterations, so a rank whose stores
   // stall (outputs in host memory) runs behind its peers.  Calls that send
   // each peer at most `one_way_max_bytes` (0: none) take the one-way kernels

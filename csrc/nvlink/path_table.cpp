@@ -34,11 +34,14 @@ const std::vector<PathRow> kTable = {
      "all_reduce (both modes) 512 KiB 1.37-1.41, 1 MiB 1.18-1.20 (NCCL there), 2 MiB 0.74, "
      "4 MiB 0.87, 8 MiB 0.91, 16 MiB 0.94, 32 MiB 1.00 (NCCL from there), b26a96d. One "
      "shot at every size: the two-shot that stores took 1.23-1.65x the one-shot's time at "
-     "64 KiB-1 MiB (graphs, 2xH200, session 8). One way up to 256 KiB: graphs of 100 calls, "
+     "64 KiB-1 MiB (graphs, 2xH200, session 8). One way up to 512 KiB: graphs of 100 calls, "
      "2xH200, bf16 all_reduce 8 B-128 KiB 3.9-4.8 us against the barrier kernels' 5.8-7.1 "
-     "(256 KiB 6.3 against 7.5; torch's symm_mem two-shot 6.1-7.3), all_gather, "
-     "reduce_scatter and broadcast 1-256 KiB 3.3-5.0 against 5.1-7.6 (session 12, "
-     "2026-11-28)"},
+     "(torch's symm_mem two-shot 6.1-7.3), all_gather, reduce_scatter and broadcast 1-256 "
+     "KiB 3.3-5.0 against 5.1-7.6 (session 12, 2026-11-28); with up to 128 blocks, all_reduce "
+     "256 KiB 5.36 and 512 KiB 7.09 us (the barrier kernels 7.5 / 9.7, torch's two-shot "
+     "7.26 / 8.06), 512 KiB all_gather 6.07 and reduce_scatter 5.95 (barrier kernels 6.00 / "
+     "5.89), broadcast 5.64 (7.53) (session 14, 2026-11-28); 1 MiB stays with the barrier "
+     "kernels (one way 11.9-15.7 us against their 11.4)"},
     {3, 4, all(MiB), all(0), 2 * MiB, 4 * MiB, 8 * MiB, MiB, 0,
      "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, python -m nccl_core_backend.bench (per-call "
      "events, back to back), at 4 ranks (3 not measured: taken from 4). Captured all_reduce, "
