@@ -16,7 +16,7 @@ bench() {  # name world args...
   timeout "${NCCL_CORE_BENCH_TIMEOUT:-420}" torchrun --standalone --nproc-per-node="$n" \
     -m nccl_core_backend.bench "$@" --json "$WORK/$name-$n.json" > "$WORK/$name-$n.log" 2>&1 \
     || echo "$name at $n GPUs: exit $?"
-  grep -E "^\| |^SLOWER|^WRONG|^anchor|^nccl_core vs" "$WORK/$name-$n.log" | head -400
+  grep -E "^\| |^SLOWER|^UNSTEADY|^WRONG|^anchor|^nccl_core vs" "$WORK/$name-$n.log" | head -400
 }
 for n in ${NCCL_CORE_BENCH_WORLDS:-2 4}; do
   [ "$gpus" -ge "$n" ] || { echo "== $n GPUs: this host has $gpus"; continue; }

@@ -193,6 +193,10 @@ def render(result: dict) -> str:
     slow = slower_rows(result)
     if slow:
         parts += ["", f"SLOWER THAN nccl BY MORE THAN {SLOWER_MARGIN:.0%} (issue 48): " + "; ".join(slow)]
+    unsteady = unsteady_rows(result)
+    if unsteady:
+        parts += ["", f"UNSTEADY (nccl_core's p90 at least {UNSTEADY_SPREAD:g}x its p10: "
+                  "some rounds stalled): " + "; ".join(unsteady)]
     wrong = wrong_results(result)
     if wrong:
         parts += ["", "WRONG RESULTS: " + "; ".join(wrong)]
@@ -212,6 +216,29 @@ def slower_rows(result: dict, margin: float = SLOWER_MARGIN) -> list[str]:
         if r.get("ratio") is not None and r["ratio"] > 1 + margin:
             out.append(f"{op_label(r)} {format_bytes(r['bytes'])} {r['ratio']:.2f} "
                        f"(path {r.get('path', '?')})")
+    return out
+
+
+# A row whose p90 is this many times its p10 (and UNSTEADY_MIN_US above it)
+# had rounds that stalled, not noise: a kernel variant that passed every
+# check once ran whole rounds of graph replays 30-200x slower (session 14).
+UNSTEADY_SPREAD = 3.0
+UNSTEADY_MIN_US = 20.0
+
+
+def unsteady_rows(result: dict) -> list[str]:
+    """One line per collectives row where nccl_core's samples spread like a
+    stall (p90 >= UNSTEADY_SPREAD x p10 and UNSTEADY_MIN_US above it): its
+    median may look fine while some rounds were far slower."""
+    out = []
+    for r in result.get("collectives", []):
+        t = r.get(CORE) or {}
+        p10, p90 = t.get("p10_us"), t.get("p90_us")
+        if p10 is None or p90 is None:
+            continue
+        if p90 >= UNSTEADY_SPREAD * p10 and p90 - p10 >= UNSTEADY_MIN_US:
+            out.append(f"{op_label(r)} {format_bytes(r['bytes'])} p10 {p10:.3g} / median "
+                       f"{t['us']:.3g} / p90 {p90:.3g} us (path {r.get('path', '?')})")
     return out
 
 

@@ -161,3 +161,22 @@ def test_rows_slower_than_nccl_are_named_with_their_path():
     assert report.render(r).splitlines()[-1] == \
         "SLOWER THAN nccl BY MORE THAN 2% (issue 48): all_reduce 64 MiB 1.03 (path nccl)"
     assert report.slower_rows(anchored_result()) == []
+
+
+def test_rows_whose_rounds_stalled_are_named():
+    r = anchored_result()
+    # Session 14's stall: a graph row fine at p10, hundreds of us at p90.
+    r["collectives"].append({"op": "all_reduce_graph", "bytes": 128 * KiB, "dtype": "bfloat16",
+                             "iters": 100, "count": 100, "path": "fast",
+                             "nccl_core": {**_timing(145.1), "p10_us": 4.73, "p90_us": 296.3},
+                             "nccl": _timing(16.6), "ratio": 145.1 / 16.6,
+                             "correct": {"nccl_core": True, "nccl": True}})
+    # Host noise of an eager row: wide, but not a stall.
+    r["collectives"][0]["nccl_core"] = {**_timing(50.4), "p10_us": 44.1, "p90_us": 65.7}
+    # Three times as slow but only a few us: a small row's jitter.
+    r["collectives"][1]["nccl_core"] = {**_timing(6.0), "p10_us": 3.0, "p90_us": 12.0}
+    assert report.unsteady_rows(r) == [
+        "all_reduce, graph of 100 128 KiB p10 4.73 / median 145 / p90 296 us (path fast)"]
+    assert any(line.startswith("UNSTEADY (nccl_core's p90 at least 3x its p10")
+               for line in report.render(r).splitlines())
+    assert report.unsteady_rows(anchored_result()) == []
