@@ -235,7 +235,7 @@ __global__ void __launch_bounds__(kThreads)
 // a block waits on peers, never on another block of its rank, but peers'
 // blocks wait on it).  More blocks than the barrier kernels' 32: a thread
 // waits out one line's trip at a time, so 256 KiB - 512 KiB calls ran 14-24 %
-// faster with 128 blocks (session 14).  Ranks need not agree on the grid:
+// faster with 128 blocks (session 13).  Ranks need not agree on the grid:
 // nothing counts blocks across ranks.
 unsigned blocks_for_lines(const Shared& s, size_t bytes) {
   size_t lines = (bytes + kOneWayLineData - 1) / kOneWayLineData;

@@ -40,7 +40,7 @@ const std::vector<PathRow> kTable = {
      "KiB 3.3-5.0 against 5.1-7.6 (session 12, 2026-11-28); with up to 128 blocks, all_reduce "
      "256 KiB 5.36 and 512 KiB 7.09 us (the barrier kernels 7.5 / 9.7, torch's two-shot "
      "7.26 / 8.06), 512 KiB all_gather 6.07 and reduce_scatter 5.95 (barrier kernels 6.00 / "
-     "5.89), broadcast 5.64 (7.53) (session 14, 2026-11-28); 1 MiB stays with the barrier "
+     "5.89), broadcast 5.64 (7.53) (session 13, 2026-11-28); 1 MiB stays with the barrier "
      "kernels (one way 11.9-15.7 us against their 11.4)"},
     {3, 4, all(MiB), all(0), 2 * MiB, 4 * MiB, 8 * MiB, MiB, 0,
      "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, python -m nccl_core_backend.bench (per-call "

@@ -221,7 +221,7 @@ def slower_rows(result: dict, margin: float = SLOWER_MARGIN) -> list[str]:
 
 # A row whose p90 is this many times its p10 (and UNSTEADY_MIN_US above it)
 # had rounds that stalled, not noise: a kernel variant that passed every
-# check once ran whole rounds of graph replays 30-200x slower (session 14).
+# check once ran whole rounds of graph replays 30-200x slower (session 13).
 UNSTEADY_SPREAD = 3.0
 UNSTEADY_MIN_US = 20.0
 
