@@ -11,7 +11,8 @@
 namespace nccl_core::nvlink {
 
 constexpr int kThreads = 512;
-// Barrier polls between two reads of the (host-mapped, slow) abort flag.
+// Polls of a wait (barrier, header or line) between two reads of the
+// (host-mapped, slow) abort flag (should_stop).
 constexpr unsigned kAbortEvery = 256;
 
 using SystemWord = cuda::atomic_ref<unsigned long long, cuda::thread_scope_system>;
