@@ -179,7 +179,8 @@ class Backend : public c10d::Backend {
   std::unique_ptr<at::cuda::CUDAEvent> ready_event_;  // reused for stream sync
   std::optional<at::Device> device_;
   std::mutex init_mutex_;
-  std::atomic<uint64_t> seq_{0};
+  std::atomic<uint64_t> seq_{0};          // every op
+  std::atomic<uint64_t> collectives_{0};  // collectives only (not send/recv)
   uint64_t uid_counter_ = 0;
   std::atomic<bool> timing_{false};
   bool estimating_ = false;  // inside startTimeEstimate .. endTimeEstimate

@@ -7,6 +7,7 @@
 #include <ATen/cuda/CUDAGraphsUtils.cuh>
 
 #include "backend/backend.h"
+#include "op/op_kind.h"
 #include "nvlink/engine.h"
 
 namespace nccl_core {
@@ -32,6 +33,7 @@ void OpSteps::enter_call(Backend& b, OpCall& op, at::Device device, const CallOp
 void OpSteps::describe_call(Backend& b, OpCall& op, const Tensors& inputs,
                             const Tensors& outputs, const CallOpts& call) {
   op.seq = ++b.seq_;
+  op.collective = is_point_to_point(op.type) ? 0 : ++b.collectives_;
   // A profiled op is watched, not tracked by its kernel's report alone, so
   // its end event exists for the profiler's GPU rows.
   op.profiling = profiling::active();
@@ -140,7 +142,7 @@ void OpSteps::arm_fast_path(Backend& b, OpCall& op, const CallOpts& call) {
     op.reporter->arm(op.on_current && !b.options_->blocking_wait &&
                          call.timeout == c10d::kUnsetTimeout && !op.profiling &&
                          !b.hooks_->active() && !b.failures_->ephemeral().any(),
-                     op.seq);
+                     op.seq, op.collective);
   }
   op.prof.mark(hp::kWork);
 }

@@ -58,6 +58,7 @@ struct OpCall {
   bool capturing = false;
   bool profiling = false;
   uint64_t seq = 0;
+  uint64_t collective = 0;  // the group's collective count at this op; 0 for send/recv
   int64_t numel_in = 0;
   int64_t numel_out = 0;
   c10::ScalarType dtype = c10::ScalarType::Undefined;

@@ -145,6 +145,12 @@ std::string DesyncReporter::analyse(int rank, const std::vector<OpSummary>& mine
     return "desync report: this rank has no operation on record";
   }
   std::string me = "rank " + std::to_string(rank);
+  // Collectives are matched by the group's collective count, the same on
+  // every rank whatever send/recv each made; send/recv by seq.
+  const bool by_collective = stuck->coll != 0;
+  auto number = [&](const OpSummary& op) { return by_collective ? op.coll : op.seq; };
+  auto label = [&](uint64_t n) { return (by_collective ? "collective " : "seq ") + std::to_string(n); };
+  const std::string at_label = label(number(*stuck));
   std::vector<std::string> findings;
   std::string headline;
   for (size_t q = 0; q < peers.size(); ++q) {
@@ -158,48 +164,51 @@ std::string DesyncReporter::analyse(int rank, const std::vector<OpSummary>& mine
       continue;
     }
     const OpSummary* same = nullptr;
-    uint64_t last = 0;
+    const OpSummary* latest = nullptr;
     for (const auto& op : a.ops) {
-      last = std::max(last, op.seq);
-      if (op.seq == stuck->seq) {
+      if (number(op) == 0) {
+        continue;  // a send/recv, where collectives are compared
+      }
+      if (latest == nullptr || number(op) > number(*latest)) {
+        latest = &op;
+      }
+      if (number(op) == number(*stuck)) {
         same = &op;
       }
     }
+    const uint64_t last = latest != nullptr ? number(*latest) : 0;
     std::string gone = a.status == "shutdown" ? "; it has destroyed its group" : "";
     if (same != nullptr && !same->same_call(*stuck)) {
-      std::string f = them + " called " + same->describe() + " at seq " + std::to_string(stuck->seq) +
-                      " where " + me + " called " + stuck->describe();
+      std::string f = them + " called " + same->describe() + " at " + at_label + " where " + me +
+                      " called " + stuck->describe();
       findings.push_back(f);
       if (headline.empty()) {
-        headline = them + " called " + same->op + " where " + me + " called " + stuck->op +
-                   " (seq " + std::to_string(stuck->seq) + ")";
+        headline = them + " called " + same->op + " where " + me + " called " + stuck->op + " (" +
+                   at_label + ")";
         if (same->op == stuck->op) {
-          headline = them + " passed different sizes or dtypes to " + stuck->op + " (seq " +
-                     std::to_string(stuck->seq) + ")";
+          headline = them + " passed different sizes or dtypes to " + stuck->op + " (" + at_label + ")";
         }
       }
     } else if (same != nullptr) {
-      findings.push_back(them + (same->done ? " finished" : " is also waiting in") + " seq " +
-                         std::to_string(stuck->seq) + gone);
-    } else if (last < stuck->seq) {
-      std::string f = them + " never called seq " + std::to_string(stuck->seq) + ": its last call was " +
-                      (last == 0 ? std::string("none")
-                                 : "seq " + std::to_string(last) + " " + a.ops.back().describe()) +
+      findings.push_back(them + (same->done ? " finished " : " is also waiting in ") + at_label + gone);
+    } else if (last < number(*stuck)) {
+      std::string f = them + " never called " + at_label + ": its last call was " +
+                      (latest == nullptr ? std::string("none")
+                                         : label(last) + " " + latest->describe()) +
                       gone;
       findings.push_back(f);
       if (headline.empty()) {
-        headline = them + " is behind: it never called seq " + std::to_string(stuck->seq) + " (" +
-                   stuck->op + ")" + gone;
+        headline = them + " is behind: it never called " + at_label + " (" + stuck->op + ")" + gone;
       }
     } else {
-      findings.push_back(them + " is past seq " + std::to_string(stuck->seq) + " (its last call: seq " +
-                         std::to_string(last) + ")" + gone);
+      findings.push_back(them + " is past " + at_label + " (its last call: " + label(last) + ")" + gone);
     }
   }
   std::string out = "desync report: " +
                     (headline.empty() ? std::string("no rank called a different op") : headline) +
                     ". " + me + (stuck->done ? " made" : " waits in") + " seq " +
-                    std::to_string(stuck->seq) + " " + stuck->describe();
+                    std::to_string(stuck->seq) + (by_collective ? " (" + at_label + ")" : "") + " " +
+                    stuck->describe();
   for (const auto& f : findings) {
     out += "; " + f;
   }

@@ -1,7 +1,9 @@
 // The desync report: on a timeout, what every rank of the group was doing,
 // gathered through the group's store, in one message ("rank 1 called
-// ALLGATHER where rank 0 called BROADCAST at seq 5", "rank 1 never called
-// seq 200: its last call was seq 199", "rank 2 did not answer").
+// ALLGATHER where rank 0 called BROADCAST (collective 5)", "rank 1 never
+// called collective 200: its last call was collective 199", "rank 2 did not
+// answer").  Collectives are matched by the group's collective count, which
+// send/recv (different on each rank) leave alone; send/recv by seq.
 //
 // Protocol, over keys of the group's (prefixed) store, under
 // nccl_core/desync/<tag>/:

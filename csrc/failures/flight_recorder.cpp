@@ -11,7 +11,8 @@
 namespace nccl_core {
 
 std::string OpSummary::line() const {
-  return "seq " + std::to_string(seq) + " " + op + " " + dtype + " " + std::to_string(numel_in) +
+  return "seq " + std::to_string(seq) + " coll " + std::to_string(coll) + " " + op + " " + dtype +
+         " " + std::to_string(numel_in) +
          ">" + std::to_string(numel_out) + (done ? " done" : " pending");
 }
 
@@ -44,23 +45,24 @@ bool parse_int(const std::string& text, long long& out) {
 }
 
 bool OpSummary::parse(const std::string& line, OpSummary& out) {
-  // seq N OP DTYPE IN>OUT done|pending
+  // seq N coll C OP DTYPE IN>OUT done|pending
   auto w = split_words(line);
-  if (w.size() != 6 || w[0] != "seq") {
+  if (w.size() != 8 || w[0] != "seq" || w[2] != "coll") {
     return false;
   }
-  auto gt = w[4].find('>');
-  long long seq = 0, in = 0, outn = 0;
-  if (gt == std::string::npos || !parse_int(w[1], seq) || seq < 0 ||
-      !parse_int(w[4].substr(0, gt), in) || !parse_int(w[4].substr(gt + 1), outn)) {
+  auto gt = w[6].find('>');
+  long long seq = 0, coll = 0, in = 0, outn = 0;
+  if (gt == std::string::npos || !parse_int(w[1], seq) || seq < 0 || !parse_int(w[3], coll) ||
+      coll < 0 || !parse_int(w[6].substr(0, gt), in) || !parse_int(w[6].substr(gt + 1), outn)) {
     return false;
   }
   out.seq = static_cast<uint64_t>(seq);
-  out.op = w[2];
-  out.dtype = w[3];
+  out.coll = static_cast<uint64_t>(coll);
+  out.op = w[4];
+  out.dtype = w[5];
   out.numel_in = in;
   out.numel_out = outn;
-  out.done = w[5] == "done";
+  out.done = w[7] == "done";
   return true;
 }
 
@@ -134,8 +136,7 @@ void FlightRecorder::record(const std::shared_ptr<OpState>& state, uint64_t seq,
   std::lock_guard<std::mutex> lock(mutex_);
   Entry& e = entries_[seq % entries_.size()];
   e.seq = seq;
-  const bool p2p = op == c10d::OpType::SEND || op == c10d::OpType::RECV ||
-                   op == c10d::OpType::RECVANYSOURCE;
+  const bool p2p = is_point_to_point(op);
   e.coll = p2p ? 0 : ++collectives_;
   if (!p2p) {
     hash_ = mix(hash_, signature(op, dtype, numel_in, numel_out));

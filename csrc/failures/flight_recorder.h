@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "op/op_kind.h"
 #include "op/op_state.h"
 
 namespace nccl_core {
@@ -42,7 +43,7 @@ struct OpSummary {
   int64_t numel_in = 0;
   int64_t numel_out = 0;
   bool done = false;
-  // "seq 5 ALLREDUCE Float 1024>1024"; parse() reads it back.
+  // "seq 5 coll 4 ALLREDUCE Float 1024>1024 done"; parse() reads it back.
   std::string line() const;
   static bool parse(const std::string& line, OpSummary& out);
   // "ALLREDUCE (Float, 1024 in, 1024 out)"

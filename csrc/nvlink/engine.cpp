@@ -173,10 +173,14 @@ bool Engine::push_ready(Communicator& comm, size_t bytes, cudaStream_t stream) {
 }
 
 CallTag Engine::tag(int kind, int type, int op, size_t size, int root) const {
-  // A call without a sequence number from its caller (the raw API) counts
-  // its own: every rank makes the same calls.
-  uint64_t seq = seq_ != 0 ? seq_ : calls_.load(std::memory_order_relaxed);
-  return CallTag{ticket_, seq, call_signature(kind, type, op, size, root, seq)};
+  // A call without numbers from its caller (the raw API, a capture) counts
+  // its own: every rank makes the same calls.  The signature takes the
+  // collective count, equal on every rank that made the same collectives
+  // whatever send/recv each made; the report takes the caller's seq.
+  uint64_t own = calls_.load(std::memory_order_relaxed);
+  uint64_t seq = seq_ != 0 ? seq_ : own;
+  uint64_t collective = collective_ != 0 ? collective_ : own;
+  return CallTag{ticket_, seq, call_signature(kind, type, op, size, root, collective)};
 }
 
 uint64_t Engine::take_ticket() {
@@ -185,6 +189,7 @@ uint64_t Engine::take_ticket() {
   ticket_ = 0;
   last_ticket_ = 0;
   seq_ = 0;
+  collective_ = 0;
   return t;
 }
 

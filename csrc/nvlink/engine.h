@@ -82,12 +82,16 @@ class Engine {
   // ticket that it reports when it leaves.  `track`: the call's Work relies
   // on the report instead of an end event.  take_ticket() disarms and
   // returns the call's last ticket if tracked, else 0.
-  // `seq`: the caller's sequence number of the call (0: the engine counts),
-  // part of the signature peers compare (kernels.h).
-  void arm(bool track, uint64_t seq = 0) {
+  // `seq`: the caller's sequence number of the call, which a mismatch
+  // reports (0: the engine counts).  `collective`: the group's count of
+  // collectives at this call, which goes into the signature peers compare
+  // (kernels.h): not `seq`, which counts send/recv too, and those differ
+  // between ranks (a pipeline's first stage only sends).
+  void arm(bool track, uint64_t seq = 0, uint64_t collective = 0) {
     armed_ = true;
     track_ = track;
     seq_ = seq;
+    collective_ = collective;
   }
   uint64_t take_ticket();
   const std::shared_ptr<Progress>& progress() const { return progress_; }
@@ -141,6 +145,7 @@ class Engine {
   bool track_ = false;
   uint64_t ticket_ = 0;       // of the kernel being launched
   uint64_t seq_ = 0;          // of the armed call (0: none given)
+  uint64_t collective_ = 0;   // the group's collective count at it (0: none given)
   uint64_t last_ticket_ = 0;  // of the armed call's last launched kernel
   cudaStream_t last_stream_ = nullptr;  // of the current call
   bool capturing_ = false;              // the current call's stream is capturing

@@ -1,6 +1,7 @@
 """nccl_core's NVLink kernels mixed the ways programs mix them (issue 47 item
 6): the fast path and the push back to back, copy collectives on several
-streams, two groups at once, and future chains.  Every result is kept and
+streams, two groups at once, future chains, and collectives after send/recv
+that only some ranks made (3+ ranks).  Every result is kept and
 checked after the loop (no wait in between), on int32 data that any order of
 summation keeps exact (common.make's integers); the path counters show the kernels ran.
 """
@@ -136,3 +137,68 @@ def future_chains_on_both_kernels(ctx):
         _expect_equal(ctx, got, _sum(ctx, nbytes // 4, salt) * 2 + 1,
                       f"then() chain after an all_reduce of {nbytes} B")
     dist.destroy_process_group(g)
+
+
+def _uneven_sends(ctx, g, round_: int) -> None:
+    """Send/recv that only some ranks make, a different number on each: a
+    pipeline's stages (rank r sends to r + 1, round_ + 1 times; the last
+    rank sends nothing, the first receives nothing).  Checked at once."""
+    nxt, prv = ctx.rank + 1, ctx.rank - 1
+    for k in range(round_ + 1):
+        salt = 3000 + 10 * round_ + k
+        if nxt < ctx.world:
+            dist.send(_ints(ctx, ctx.rank, 64, salt).to(ctx.device), dst=nxt, group=g)
+        if prv >= 0:
+            got = torch.empty(64, dtype=torch.int32, device=ctx.device)
+            dist.recv(got, src=prv, group=g)
+            _expect_equal(ctx, got, _ints(ctx, prv, 64, salt), f"recv {k} of round {round_}")
+
+
+@case(min_world=3, nvlink=True, timeout=300)
+def fast_path_after_sends_some_ranks_made(ctx):
+    """Each rank's seq counts its sends and receives too, so at 3+ ranks the
+    ranks' seqs differ at the same collective; the kernels compare the
+    group's collective count instead (a seq there made every call after the
+    sends a 'desync').  Both kernels (barrier, one way), eager and captured."""
+    for one_way in (0, 64 << 10):
+        opts = nc.Options()
+        opts.fast_path_max_bytes = 256 << 10
+        opts.push_max_bytes = 0
+        opts.one_way_max_bytes = one_way
+        g = dist.new_group(list(range(ctx.world)), backend="nccl_core", pg_options=opts)
+        be = g._get_backend(ctx.device)
+        before = be._fast_path_calls()
+        kept = []
+        for i in range(8):
+            _uneven_sends(ctx, g, i)
+            n = (1 << 10) if i % 2 else (48 << 10)  # bytes / 4: 4 KiB and 192 KiB
+            t = _ints(ctx, ctx.rank, n, 4000 + i).to(ctx.device)
+            dist.all_reduce(t, group=g)
+            mine = _ints(ctx, ctx.rank, n, 5000 + i).to(ctx.device)
+            gathered = torch.empty(n * ctx.world, dtype=torch.int32, device=ctx.device)
+            dist.all_gather_into_tensor(gathered, mine, group=g)
+            kept.append((i, n, t, gathered))
+        # Captured after the sends too: the graph's calls are counted by the
+        # engine, its replays run after more uneven sends.
+        x = torch.empty(1 << 10, dtype=torch.int32, device=ctx.device)
+        stream = torch.cuda.Stream(device=ctx.device)
+        stream.wait_stream(torch.cuda.current_stream(ctx.device))
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            dist.all_reduce(x, group=g)
+        for i in range(8, 11):
+            _uneven_sends(ctx, g, i)
+            x.copy_(_ints(ctx, ctx.rank, 1 << 10, 4000 + i).to(ctx.device))
+            graph.replay()
+            _expect_equal(ctx, x, _sum(ctx, 1 << 10, 4000 + i), f"captured all_reduce, replay {i}")
+        torch.cuda.synchronize(ctx.device)
+        taken = be._fast_path_calls() - before
+        if taken < 16:
+            fail(f"one_way {one_way}: {taken} fast-path calls, expected at least 16")
+        for i, n, t, gathered in kept:
+            what = f"one_way {one_way}, round {i}"
+            _expect_equal(ctx, t, _sum(ctx, n, 4000 + i), f"all_reduce, {what}")
+            want = torch.cat([_ints(ctx, q, n, 5000 + i) for q in range(ctx.world)])
+            _expect_equal(ctx, gathered, want, f"all_gather, {what}")
+        del graph
+        dist.destroy_process_group(g)
