@@ -42,7 +42,7 @@ const std::vector<PathRow> kTable = {
      "7.26 / 8.06), 512 KiB all_gather 6.07 and reduce_scatter 5.95 (barrier kernels 6.00 / "
      "5.89), broadcast 5.64 (7.53) (session 13, 2026-11-28); 1 MiB stays with the barrier "
      "kernels (one way 11.9-15.7 us against their 11.4)"},
-    {3, 4, all(MiB), all(0), 2 * MiB, 4 * MiB, 8 * MiB, MiB, 0,
+    {3, 4, all(MiB), all(0), 2 * MiB, 4 * MiB, 8 * MiB, MiB, 128 * KiB,
      "4xH200 (NVLink), torch 2.11, NCCL 2.28.9, python -m nccl_core_backend.bench (per-call "
      "events, back to back), at 4 ranks (3 not measured: taken from 4). Captured all_reduce, "
      "100 bf16 calls in a graph: 64 KiB-256 KiB 0.37-0.50 (9.2-11.3 us a call), 512 KiB "
@@ -58,8 +58,11 @@ const std::vector<PathRow> kTable = {
      "20.0 at 1 MiB, session 9). Captured push from 2 MiB: 2 MiB 26.2 us a call against "
      "nccl's 52.3 (0.50; NCCL there took 51.5, 1.03), 1 MiB 22.5 against the fast path's "
      "19.7 (session 10, 2026-11-28, 4xH200); eager calls keep 4 MiB, where the push at 2 "
-     "MiB measured 1.03-1.05 (df2ed55). No one-way kernels until measured at 3-4 ranks "
-     "(checked for correctness only, on emulated ranks, session 12)"},
+     "MiB measured 1.03-1.05 (df2ed55). One way up to 128 KiB a peer: graphs of 100 "
+     "calls, 4xH200, bf16 all_reduce 8 B-128 KiB 4.95-7.49 us against the barrier "
+     "kernels' 7.6-8.8 (256 KiB 10.9 against 10.8, 512 KiB 18.0 against 15.9); fp32 "
+     "all_gather and reduce_scatter 1-512 KiB 5.3-8.6 against 6.8-11.1, broadcast 1-256 "
+     "KiB 3.8-6.8 against 6.0-8.6 (512 KiB 11.7 against 10.9), session 14, 2026-11-28"},
     {5, INT_MAX, all(256 * KiB), all(0), 0, 0, 0, MiB, 0,
      "not measured beyond 4 ranks: captured calls keep the fast path's earlier default (256 "
      "KiB for every operation); eager calls go to NCCL as at 2-4 ranks (the host's launch "

@@ -105,7 +105,7 @@ def test_one_way_sizes_from_the_table_or_the_option():
     rows = {row["min_world"]: row for row in paths.table()}
     assert rows[1]["one_way_max_bytes"] == 256 * KiB  # no peers: every fast-path size
     assert rows[2]["one_way_max_bytes"] == 512 * KiB
-    assert rows[3]["one_way_max_bytes"] == 0  # not measured at 3-4 ranks
+    assert rows[3]["one_way_max_bytes"] == 128 * KiB  # measured at 4 ranks
     assert rows[5]["one_way_max_bytes"] == 0
     assert paths.for_world(2)["one_way_max_bytes"] == 512 * KiB
     assert paths.for_world(2, one_way_max_bytes=0)["one_way_max_bytes"] == 0
