@@ -225,10 +225,7 @@ void Backend::eagerConnectSingleDevice(at::Device device) {
 }
 
 uint64_t Backend::getSequenceNumberForGroup() {
-  // The collectives, as backend nccl counts: ranks compare this number
-  // (TORCH_DISTRIBUTED_DEBUG=DETAIL's checks), and send/recv differ between
-  // ranks (op/op_kind.h).
-  return collectives_.load();
+  return seq_.load();
 }
 
 void Backend::setSequenceNumberForGroup() {
