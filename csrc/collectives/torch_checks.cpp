@@ -1,5 +1,6 @@
 #include "collectives/torch_checks.h"
 
+#include <algorithm>
 #include <string>
 
 #include "nccl/types.h"
@@ -275,7 +276,16 @@ bool all_to_all_single(const at::Tensor& input, const at::Tensor& output,
   same_dtype(input, output, "all_to_all_single");
   splits(input_splits, input, size, "input");
   splits(output_splits, output, size, "output");
-  bool even = input_splits.empty() && output_splits.empty();
+  // Equal splits are the even form written out.  Every rank must choose the
+  // same path (our kernels or NCCL's), and torch lets ranks mix the forms:
+  // one rank passes equal splits where another passes none.  (Still apart:
+  // a rank that sends itself another amount than its peers, whose peers'
+  // splits are all equal; it takes NCCL, they take our kernels where the
+  // fast path is on, and they wait until the timeout's desync report.)
+  auto equal = [](const std::vector<int64_t>& s) {
+    return std::all_of(s.begin(), s.end(), [&](int64_t n) { return n == s.front(); });
+  };
+  bool even = equal(input_splits) && equal(output_splits);
   if (even) {
     NCCL_CORE_CHECK_VALUE(input.numel() == output.numel(),
                           "nccl_core all_to_all_single: input and output sizes differ");

@@ -69,6 +69,15 @@ def all_to_all_single_even_and_uneven(ctx):
         out = poison((3 * w, cols), dtype, ctx.device)
         dist.all_to_all_single(out, x)
         _exact(out, torch.cat([blocks[(s, ctx.rank)] for s in range(w)]), dtype, "all_to_all_single even")
+        # Even, with the odd ranks writing the equal splits out: torch lets
+        # ranks mix the two forms, so both must take the same path.
+        out = poison((3 * w, cols), dtype, ctx.device)
+        if ctx.rank % 2:
+            dist.all_to_all_single(out, x, output_split_sizes=[3] * w, input_split_sizes=[3] * w)
+        else:
+            dist.all_to_all_single(out, x)
+        _exact(out, torch.cat([blocks[(s, ctx.rank)] for s in range(w)]), dtype,
+               "all_to_all_single even, forms mixed")
         # Uneven: src s sends (s + 2*d) % 4 rows (zero included) to d.
         rows = lambda s, d: (s + 2 * d) % 4  # noqa: E731
         ub = {(s, d): _block(ctx, s, d, rows(s, d), cols, dtype, di + 50) for s in range(w) for d in range(w)}
