@@ -35,8 +35,8 @@ Path all_reduce_on_a_path(const On& on, nvlink::Engine* engine, const void* in, 
   if (alone && alone()) {
     return Path::kAlone;
   }
-  if (engine != nullptr && in == out &&
-      engine->all_reduce_pushed(on.comm, out, count, type, op, on.stream)) {
+  if (engine != nullptr &&
+      engine->all_reduce_pushed(on.comm, in, out, count, type, op, on.stream)) {
     return Path::kPush;
   }
   all_reduce(on, in, out, count, type, op);

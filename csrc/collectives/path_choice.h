@@ -34,7 +34,8 @@ enum class Path { kFast, kAlone, kPush, kNccl };
 // The caller's reduction for a group of one rank: whether it ran the call.
 using Alone = std::function<bool()>;
 
-// `in == out`: in place (the push takes in-place calls only).
+// `in == out`: in place.  The push takes either (an out-of-place call is
+// copied into `out` first): each rank may choose, as with NCCL.
 Path all_reduce_on_a_path(const On& on, nvlink::Engine* engine, const void* in, void* out,
                           size_t count, ncclDataType_t type, ncclRedOp_t op,
                           const Alone& alone = {});

@@ -158,7 +158,7 @@ void all_reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>
                 ncclRedOp_t op, cudaStream_t stream) {
   void* out = rooted_recv(c, send, recv, -1, send.count, "allreduce");
   op = alone(c, op);
-  Held held(c, send.count, send.type, send.ptr == out);
+  Held held(c, send.count, send.type, true);
   collectives::all_reduce_on_a_path(at(c, stream), held.engine(), send.ptr, out, send.count,
                                     send.type, op);
 }

@@ -252,7 +252,7 @@ bool Engine::all_reduce(Communicator& comm, const void* in, void* out, size_t co
   return ok;
 }
 
-bool Engine::all_reduce_pushed(Communicator& comm, void* data, size_t count,
+bool Engine::all_reduce_pushed(Communicator& comm, const void* in, void* out, size_t count,
                                ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream) {
   size_t bytes = count * types::element_size(type);
   // Arguments and group only (push.h): every rank decides alike.
@@ -266,10 +266,13 @@ bool Engine::all_reduce_pushed(Communicator& comm, void* data, size_t count,
     return false;
   }
   start_call(comm, stream);
+  if (in != out) {
+    NCCL_CORE_CUDA_CHECK(cudaMemcpyAsync(out, in, bytes, cudaMemcpyDeviceToDevice, stream));
+  }
   push_calls_.fetch_add(1, std::memory_order_relaxed);
   push_captured_ = push_captured_ || capturing_;
-  push_shared_.data = static_cast<char*>(data);
-  push_shared_.data_align = push_alignment(data);
+  push_shared_.data = static_cast<char*>(out);
+  push_shared_.data_align = push_alignment(out);
   launch_push(push_shared_, count, type, op, push_.ctas, tag(6, type, op, count, 0), stream);
   return settle(true);
 }

@@ -61,12 +61,15 @@ class Engine {
   // `in` is read on `root` only, and may be `out`.
   bool broadcast(Communicator& comm, const void* in, void* out, size_t bytes, int root,
                  cudaStream_t stream);
-  // All-reduce of `data` in place by pushing (push.h), for calls of the
-  // push's sizes, types and ops whatever memory `data` lies in.  The staging
-  // window is created, or grown, at the first call that needs it (every rank
-  // makes the same calls), never under graph capture.
-  bool all_reduce_pushed(Communicator& comm, void* data, size_t count, ncclDataType_t type,
-                         ncclRedOp_t op, cudaStream_t stream);
+  // All-reduce into `out` by pushing (push.h), for calls of the push's
+  // sizes, types and ops whatever memory `out` lies in.  The push works in
+  // place: an `in` other than `out` is first copied into `out` on `stream`,
+  // so that whether a call is in place (which NCCL lets each rank choose)
+  // does not choose its path.  The staging window is created, or grown, at
+  // the first call that needs it (every rank makes the same calls), never
+  // under graph capture.
+  bool all_reduce_pushed(Communicator& comm, const void* in, void* out, size_t count,
+                         ncclDataType_t type, ncclRedOp_t op, cudaStream_t stream);
   const PushConfig& push_config() const { return push_; }
   const GroupPaths& paths() const { return paths_; }
   // Whether the scratch window is made, so that an eligible call costs a

@@ -1,10 +1,11 @@
 """Raw Communicator calls take the path the group's dist.* call
 of their size takes (collectives/path_choice.h): on a group's
-communicator, in place, a size in the group's push range runs as the push, a
-small one on the fast path, and the rest (out of place beyond the fast path,
-or beyond the push) on NCCL.  Calls of every kind run back to back with no
-host sync; every result is kept and checked after the loop against the
-reference, and the group's counters show where they ran."""
+communicator, a size in the group's push range runs as the push (in place or
+not, each rank choosing for itself as NCCL allows: out of place is copied
+into the output first), a small one on the fast path, and the rest (beyond
+the push) on NCCL.  Calls of every kind run back to back with no host sync;
+every result is kept and checked after the loop against the reference, and
+the group's counters show where they ran."""
 
 from __future__ import annotations
 
@@ -16,9 +17,10 @@ from tests.gpu.cases.common import check, fail, make, reduce_ref
 from tests.gpu.registry import case
 
 ROUNDS = 20
-# (bytes, in place, where it runs)
-CALLS = [(16 << 10, True, "fast"), (1 << 20, True, "push"), (1 << 20, False, "nccl"),
-         (8 << 20, True, "nccl"), (16 << 10, False, "fast")]
+# (bytes, in place: True, False or "even ranks", where it runs)
+CALLS = [(16 << 10, True, "fast"), (1 << 20, True, "push"), (1 << 20, False, "push"),
+         (1 << 20, "even ranks", "push"), (8 << 20, True, "nccl"), (16 << 10, False, "fast"),
+         (16 << 10, "even ranks", "fast")]
 
 
 @case(nvlink=True, timeout=300)
@@ -38,7 +40,8 @@ def raw_allreduce_takes_the_groups_paths(ctx):
             n = nbytes // 4
             inputs = [make(ctx, q, torch.int32, n=n, salt=10 * i + k) for q in range(w)]
             x = inputs[r].to(d)
-            y = x if in_place else torch.empty_like(x)
+            here = r % 2 == 0 if in_place == "even ranks" else in_place
+            y = x if here else torch.empty_like(x)
             comm.allreduce(x, y, nc.SUM)
             kept.append((y, reduce_ref(inputs, "SUM", torch.int32), f"{where} {nbytes} B round {i}"))
     torch.cuda.synchronize(d)
