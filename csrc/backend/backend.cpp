@@ -1,6 +1,7 @@
 // The nccl_core backend's lifecycle: construction, the communicator (created
 // lazily, adopted after a split), timeouts, errors, abort and shutdown.
 #include "backend/backend.h"
+#include "backend/path_agreement.h"
 
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>
@@ -156,6 +157,7 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
                                         options_->push_min_bytes, options_->push_max_bytes,
                                         options_->push_ctas, options_->two_shot_min_bytes,
                                         options_->one_way_max_bytes});
+  check_paths_agree(*comm, paths);
   if (paths.any()) {
     fast_ = nvlink::engine_of(*comm, paths);  // the first asker's paths hold
   }

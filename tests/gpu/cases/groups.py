@@ -1,4 +1,5 @@
-"""Subgroups, splits, sequence numbers, timeouts and group lifecycle."""
+"""Subgroups, splits, sequence numbers, timeouts, group lifecycle and the
+settings every rank of a group must share."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import datetime
 import torch
 import torch.distributed as dist
 
-from tests.gpu.cases.common import expect_raises, sanity
+import nccl_core_backend as nc
+from tests.gpu.cases.common import expect_raises, fail, sanity
 from tests.gpu.registry import case
 
 
@@ -185,3 +187,20 @@ def set_timeout_and_options(ctx):
     assert b.options._timeout == datetime.timedelta(seconds=123)
     sanity(ctx, g)
     dist.destroy_process_group(g)
+
+
+@case()
+def fast_path_settings_that_differ_between_ranks_are_refused(ctx):
+    """Each rank chooses every call's path from its group's settings alone, so
+    ranks whose settings differ would split between our kernels and NCCL's
+    and wait until the timeout: the group is refused where it gets its
+    communicator, with a ValueError on every rank."""
+    opts = nc.Options()
+    opts.fast_path_max_bytes = (64 << 10) if ctx.rank == 0 else (32 << 10)
+
+    def make_and_use():
+        g = dist.new_group(list(range(ctx.world)), backend="nccl_core", pg_options=opts)
+        dist.all_reduce(torch.ones(4, device=ctx.device), group=g)
+
+    expect_raises(ValueError, make_and_use, match="fast-path settings differ")
+    sanity(ctx)
