@@ -227,7 +227,10 @@ void Backend::eagerConnectSingleDevice(at::Device device) {
 }
 
 uint64_t Backend::getSequenceNumberForGroup() {
-  return seq_.load();
+  // The collectives, as backend nccl counts: ranks compare this number
+  // (TORCH_DISTRIBUTED_DEBUG=DETAIL's checks), and send/recv differ between
+  // ranks (op/op_kind.h).
+  return collectives_.load();
 }
 
 void Backend::setSequenceNumberForGroup() {

@@ -105,7 +105,9 @@ def split_group_and_split_of_split(ctx):
 
 
 @case(min_world=1)
-def sequence_numbers_count_ops(ctx):
+def sequence_numbers_count_collectives(ctx):
+    # As backend nccl's: collectives only, so the number is the same on every
+    # rank even where the ranks made different sends and receives.
     b = _backend(dist.group.WORLD, ctx)
     before = b._get_sequence_number_for_group()
     t = torch.ones(4, device=ctx.device)
@@ -113,6 +115,21 @@ def sequence_numbers_count_ops(ctx):
         dist.all_reduce(t)
     after = b._get_sequence_number_for_group()
     assert after - before == 5, f"sequence advanced by {after - before}, expected 5"
+    if ctx.world > 1:
+        # Rank 0 sends twice, rank 1 receives twice, the others do nothing.
+        x = torch.ones(4, device=ctx.device)
+        for _ in range(2):
+            if ctx.rank == 0:
+                dist.send(x, dst=1)
+            elif ctx.rank == 1:
+                dist.recv(x, src=0)
+        if b._get_sequence_number_for_group() != after:
+            fail(f"send/recv moved the sequence number from {after} to "
+                 f"{b._get_sequence_number_for_group()}")
+        numbers = [None] * ctx.world
+        dist.all_gather_object(numbers, after)
+        if len(set(numbers)) != 1:
+            fail(f"ranks' sequence numbers differ: {numbers}")
     b._set_sequence_number_for_group()  # a no-op that must exist
 
 
