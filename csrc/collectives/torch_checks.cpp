@@ -1,6 +1,5 @@
 #include "collectives/torch_checks.h"
 
-#include <algorithm>
 #include <string>
 
 #include "nccl/types.h"
@@ -276,16 +275,12 @@ bool all_to_all_single(const at::Tensor& input, const at::Tensor& output,
   same_dtype(input, output, "all_to_all_single");
   splits(input_splits, input, size, "input");
   splits(output_splits, output, size, "output");
-  // Equal splits are the even form written out.  Every rank must choose the
-  // same path (our kernels or NCCL's), and torch lets ranks mix the forms:
-  // one rank passes equal splits where another passes none.  (Still apart:
-  // a rank that sends itself another amount than its peers, whose peers'
-  // splits are all equal; it takes NCCL, they take our kernels where the
-  // fast path is on, and they wait until the timeout's desync report.)
-  auto equal = [](const std::vector<int64_t>& s) {
-    return std::all_of(s.begin(), s.end(), [&](int64_t n) { return n == s.front(); });
-  };
-  bool even = equal(input_splits) && equal(output_splits);
+  // Only the form without splits is even (our kernels may take it).  Split
+  // sizes that happen to be equal on one rank say nothing of its peers'
+  // (a dropless MoE's balanced rank beside unbalanced ones): taking our
+  // kernels there would split the ranks between two paths.  So every rank
+  // must pass splits or none (docs/migrating.md).
+  bool even = input_splits.empty() && output_splits.empty();
   if (even) {
     NCCL_CORE_CHECK_VALUE(input.numel() == output.numel(),
                           "nccl_core all_to_all_single: input and output sizes differ");

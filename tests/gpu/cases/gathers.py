@@ -69,15 +69,17 @@ def all_to_all_single_even_and_uneven(ctx):
         out = poison((3 * w, cols), dtype, ctx.device)
         dist.all_to_all_single(out, x)
         _exact(out, torch.cat([blocks[(s, ctx.rank)] for s in range(w)]), dtype, "all_to_all_single even")
-        # Even, with the odd ranks writing the equal splits out: torch lets
-        # ranks mix the two forms, so both must take the same path.
-        out = poison((3 * w, cols), dtype, ctx.device)
-        if ctx.rank % 2:
-            dist.all_to_all_single(out, x, output_split_sizes=[3] * w, input_split_sizes=[3] * w)
-        else:
-            dist.all_to_all_single(out, x)
-        _exact(out, torch.cat([blocks[(s, ctx.rank)] for s in range(w)]), dtype,
-               "all_to_all_single even, forms mixed")
+        # Splits on every rank, all equal on rank 0 only (a dropless MoE's
+        # balanced rank): rank 0 must take the path its peers take.
+        eq = lambda s, d: 3 if 0 in (s, d) else 4 + (s + d) % 3  # noqa: E731
+        eb = {(s, d): _block(ctx, s, d, eq(s, d), cols, dtype, di + 30) for s in range(w) for d in range(w)}
+        x = torch.cat([eb[(ctx.rank, d)] for d in range(w)]).to(ctx.device)
+        out_splits = [eq(s, ctx.rank) for s in range(w)]
+        out = poison((sum(out_splits), cols), dtype, ctx.device)
+        dist.all_to_all_single(out, x, output_split_sizes=out_splits,
+                               input_split_sizes=[eq(ctx.rank, d) for d in range(w)])
+        _exact(out, torch.cat([eb[(s, ctx.rank)] for s in range(w)]), dtype,
+               "all_to_all_single, splits equal on rank 0 only")
         # Uneven: src s sends (s + 2*d) % 4 rows (zero included) to d.
         rows = lambda s, d: (s + 2 * d) % 4  # noqa: E731
         ub = {(s, d): _block(ctx, s, d, rows(s, d), cols, dtype, di + 50) for s in range(w) for d in range(w)}
