@@ -301,6 +301,9 @@ def bad_input_shrink_duplicate_ranks(ctx):
     expect_raises(ValueError, lambda: be.shrink([other, other], 0, None), "listed twice")
     comm = nc.get_communicator()
     expect_raises(I, lambda: comm.shrink([other, other]), "twice")
+    # NCCL's shrink removes at least one rank: no list, or an empty one, is named.
+    expect_raises(I, lambda: comm.shrink(), "names no rank")
+    expect_raises(I, lambda: comm.shrink([]), "names no rank")
     sanity(ctx)
 
 
