@@ -212,6 +212,12 @@ std::shared_ptr<Communicator> Communicator::split(
 std::shared_ptr<Communicator> Communicator::shrink(
     const std::vector<int>& exclude, int flags, const CommConfig& config,
     std::chrono::milliseconds timeout) {
+  // NCCL refuses an empty list ("excludeRanksList argument is NULL"):
+  // named here, for both surfaces (dist: ValueError; raw: NcclInvalid).
+  NCCL_CORE_REQUIRE(!exclude.empty(),
+                    "shrink: the list of ranks to exclude (exclude_ranks, ranks_to_exclude) "
+                    "names no rank: ncclCommShrink removes at least one (the remaining ranks "
+                    "call shrink, the excluded ones do not)");
   DeviceScope scope(device_);
   ncclConfig_t cfg = to_nccl(config);
   ncclComm_t parent = get();

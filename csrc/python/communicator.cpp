@@ -118,11 +118,6 @@ void bind_communicator(py::module_& m) {
                 exclude.push_back(static_cast<int>(v));
               }
             }
-            // NCCL refuses an empty list (ncclCommShrink: "excludeRanksList
-            // argument is NULL", or invalid argument): named here first.
-            NCCL_CORE_REQUIRE(!exclude.empty(),
-                              "exclude_ranks names no rank: ncclCommShrink removes at least "
-                              "one (the remaining ranks call shrink, the excluded ones do not)");
             long long f = flag.is_none() ? 0 : as_int(flag, "flag");
             NCCL_CORE_REQUIRE(f == 0 || f == 1, "Invalid CommShrinkFlag: ", f);
             CommConfig cfg;

@@ -304,6 +304,7 @@ def bad_input_shrink_duplicate_ranks(ctx):
     # NCCL's shrink removes at least one rank: no list, or an empty one, is named.
     expect_raises(I, lambda: comm.shrink(), "names no rank")
     expect_raises(I, lambda: comm.shrink([]), "names no rank")
+    expect_raises(ValueError, lambda: be.shrink([], 0, None), "names no rank")
     sanity(ctx)
 
 
