@@ -95,7 +95,10 @@ void Engine::observe(cudaStream_t stream) {
 }
 
 bool Engine::ready(Communicator& comm, Coll op, size_t staged, cudaStream_t stream) {
-  if (disabled_ || staged == 0 || staged > paths_.fast_max(op) || !whole_group_reachable(comm)) {
+  // Each mode keeps its own limit: an eager limit above the captured one
+  // (an option or NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES) holds for eager calls.
+  if (disabled_ || staged == 0 || staged > std::max(paths_.fast_max(op), paths_.eager_fast_max(op)) ||
+      !whole_group_reachable(comm)) {
     return false;
   }
   observe(stream);
@@ -110,7 +113,7 @@ bool Engine::ready(Communicator& comm, Coll op, size_t staged, cudaStream_t stre
     }
     set_up(comm, stream);
   }
-  if (disabled_ || (!capturing_ && staged > paths_.eager_fast_max(op))) {
+  if (disabled_ || staged > (capturing_ ? paths_.fast_max(op) : paths_.eager_fast_max(op))) {
     return false;
   }
   start_call(comm, stream);

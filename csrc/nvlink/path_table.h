@@ -44,7 +44,7 @@ struct PathRow {
   int min_world;
   int max_world;
   std::array<size_t, kColls> fast_max_bytes;  // captured calls: fast path up to this; 0 = never
-  std::array<size_t, kColls> eager_fast_max_bytes;  // eager calls: likewise (at most the above)
+  std::array<size_t, kColls> eager_fast_max_bytes;  // eager calls: likewise (each mode its own)
   size_t push_min_bytes;        // all_reduce only: captured calls
   size_t eager_push_min_bytes;  // eager calls (at least the above)
   size_t push_max_bytes;        // 0 = never

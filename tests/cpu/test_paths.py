@@ -58,7 +58,9 @@ def test_rows_cover_every_world_size_once_and_say_what_set_them():
     ("all_reduce", 1 * MiB, 8, False, "nccl"),  # not measured beyond 4 ranks: no push
     ("all_reduce", 64 * KiB, 8, True, "fast"),
     ("all_reduce", 64 * KiB, 8, False, "nccl"),
-    ("all_reduce", 64 * KiB, 1, False, "fast"),  # one rank: not measured, both modes as before
+    ("all_reduce", 64 * KiB, 1, False, "nccl"),  # one rank: no kernel of ours (measured slower)
+    ("all_reduce", 8, 1, True, "nccl"),
+    ("broadcast", 256 * KiB, 1, True, "nccl"),
     ("all_reduce", 512 * KiB, 8, True, "nccl"),  # beyond 4 ranks: 256 KiB, not measured
     ("broadcast", 2 * MiB, 2, True, "nccl"),  # the push is an all_reduce
     ("all_gather_into_tensor", 256 * KiB, 4, True, "fast"),
@@ -103,7 +105,7 @@ def test_two_shots_from_the_table_or_the_option():
 
 def test_one_way_sizes_from_the_table_or_the_option():
     rows = {row["min_world"]: row for row in paths.table()}
-    assert rows[1]["one_way_max_bytes"] == 256 * KiB  # no peers: every fast-path size
+    assert rows[1]["one_way_max_bytes"] == 0  # one rank: no kernel of ours (measured slower)
     assert rows[2]["one_way_max_bytes"] == 512 * KiB
     assert rows[3]["one_way_max_bytes"] == 128 * KiB  # measured at 4 ranks
     assert rows[5]["one_way_max_bytes"] == 0

@@ -226,6 +226,27 @@ def table_group(ctx, hidden: tuple[str, ...]):
         os.environ.update(saved)
 
 
+_PATH_VARIABLES = (
+    ("fast_path_max_bytes", "NCCL_CORE_FAST_PATH_MAX_BYTES"),
+    ("eager_fast_path_max_bytes", "NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES"),
+    ("push_min_bytes", "NCCL_CORE_PUSH_MIN_BYTES"),
+    ("push_max_bytes", "NCCL_CORE_PUSH_MAX_BYTES"),
+    ("two_shot_min_bytes", "NCCL_CORE_TWO_SHOT_MIN_BYTES"),
+    ("one_way_max_bytes", "NCCL_CORE_ONE_WAY_MAX_BYTES"),
+)
+
+
+def env_paths(world: int) -> dict:
+    """What a group of `world` ranks made with no options chooses under this
+    job's NCCL_CORE_* path variables (nccl_core_backend.paths.for_world): the
+    limits a case expects of a default group or of the default group's
+    communicator, per mode, instead of assuming what one world size takes."""
+    from nccl_core_backend import paths
+
+    env = {key: int(os.environ[var]) for key, var in _PATH_VARIABLES if var in os.environ}
+    return paths.for_world(world, **env)
+
+
 def capture_all_reduces(x: torch.Tensor, group, stream, calls: int):
     """A CUDA graph of `calls` in-place SUM all_reduces of `x` on `group`,
     captured on `stream` once the device is idle."""

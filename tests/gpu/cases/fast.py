@@ -14,8 +14,8 @@ import torch
 import torch.distributed as dist
 
 import nccl_core_backend as nc
-from tests.gpu.cases.common import (capture_all_reduces, check, expect_raises, fail, make, poison,
-                                    reduce_ref, sanity, table_group)
+from tests.gpu.cases.common import (capture_all_reduces, check, env_paths, expect_raises, fail,
+                                    make, poison, reduce_ref, sanity, table_group)
 from tests.gpu.registry import Skip, case
 
 THRESHOLD = 1 << 14
@@ -345,15 +345,8 @@ def fast_path_on_by_default_and_ordered_across_streams(ctx):
     from three streams, with no host sync between them, still take turns on
     the scratch window, and each call sees the work queued before it on its
     own stream."""
-    import os
-
-    from nccl_core_backend import paths
-
     w, r, d = ctx.world, ctx.rank, ctx.device
-    env = {key: int(os.environ[var]) for key, var in (
-        ("fast_path_max_bytes", "NCCL_CORE_FAST_PATH_MAX_BYTES"),
-        ("eager_fast_path_max_bytes", "NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES")) if var in os.environ}
-    limit = paths.for_world(w, **env)["eager_fast_max_bytes"]["all_reduce"]
+    limit = env_paths(w)["eager_fast_max_bytes"]["all_reduce"]
     g = dist.new_group(list(range(w)), backend="nccl_core")
     streams = [torch.cuda.Stream(device=d) for _ in range(3)]
     outs = []
