@@ -22,8 +22,10 @@ const std::vector<PathRow> kTable = {
      "MiB, graphs of 100 calls and eager, 3 rounds (session 16, 2026-11-29): in graphs our "
      "one-way kernel took 2.1-3.4 us a call against NCCL's 0.15 us (in-place all_reduce, "
      "broadcast) and 1-1.9 us (the copies): 1.7-18.8x; eager it was 0.59-0.86. With the row "
-     "off (session 17) graphs measured 0.93-1.06 and eager 0.58-0.92: reductions take the "
-     "backend's own copy (nothing at all in place), copies NCCL's one-rank path"},
+     "off (session 18, same host, fp32 8 B-1 MiB) graphs measured 0.68-1.51 at 0.09-2.2 us a "
+     "call on both sides (every row above 1.02 a 0.12-0.15 us graph node against 0.09-0.14 "
+     "on the same NCCL call) and eager 0.44-1.19: reductions take the backend's own copy "
+     "(nothing at all in place), copies NCCL's one-rank path"},
     {2, 2, all(MiB), all(0), 2 * MiB, 2 * MiB, 16 * MiB, 0, 512 * KiB,
      "Captured all_reduce: 100 bf16 calls in a CUDA graph, 2 and 4xH200 (NVLink), torch "
      "2.11, NCCL 2.28.9, the grid by size (kernels.cu): 64 KiB-256 KiB 0.39-0.43, 512 KiB "
