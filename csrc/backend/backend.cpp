@@ -1,7 +1,7 @@
 // The nccl_core backend's lifecycle: construction, the communicator (created
 // lazily, adopted after a split), timeouts, errors, abort and shutdown.
 #include "backend/backend.h"
-#include "backend/path_agreement.h"
+#include "collectives/path_agreement.h"
 
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>

@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "collectives/path_agreement.h"
 #include "collectives/path_choice.h"
 #include "collectives/nccl_calls.h"
 #include "comm/communicator.h"
@@ -119,9 +120,11 @@ const Buffer* rooted_send(const Communicator& c, const std::optional<Buffer>& se
 // so every call there is NCCL's).
 struct Held {
   std::optional<nvlink::RawEngineCall> call;
-  Held(Communicator& c, size_t count, ncclDataType_t type, bool push = false) {
+  Held(Communicator& c, size_t count, ncclDataType_t type, cudaStream_t stream,
+       bool push = false) {
     if (t_depth == 0) {
-      call.emplace(c, checked::bytes(count, types::element_size(type), "staged bytes"), push);
+      call.emplace(c, checked::bytes(count, types::element_size(type), "staged bytes"), push,
+                   stream, &check_raw_paths_agree);
     }
   }
   nvlink::Engine* engine() const { return call ? call->engine() : nullptr; }
@@ -158,7 +161,7 @@ void all_reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>
                 ncclRedOp_t op, cudaStream_t stream) {
   void* out = rooted_recv(c, send, recv, -1, send.count, "allreduce");
   op = alone(c, op);
-  Held held(c, send.count, send.type, true);
+  Held held(c, send.count, send.type, stream, true);
   collectives::all_reduce_on_a_path(at(c, stream), held.engine(), send.ptr, out, send.count,
                                     send.type, op);
 }
@@ -171,7 +174,7 @@ void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer&
                       " elements, recvbuf has ", recv.count);
   }
   const void* in = s != nullptr ? s->ptr : nullptr;
-  Held held(c, recv.count, recv.type);
+  Held held(c, recv.count, recv.type, stream);
   collectives::broadcast_on_a_path(at(c, stream), held.engine(), in, recv.ptr, recv.count,
                                    recv.type, root);
 }
@@ -183,7 +186,7 @@ void gather(Communicator& c, const Buffer& send, const std::optional<Buffer>& re
                                        "recvbuf count (sendbuf count x nranks)"),
                           "allgather");
   if (root < 0) {
-    Held held(c, send.count, send.type);
+    Held held(c, send.count, send.type, stream);
     collectives::all_gather_on_a_path(at(c, stream), held.engine(), send.ptr, out, send.count,
                                       send.type);
   } else {
@@ -199,7 +202,7 @@ void reduce_scatter(Communicator& c, const Buffer& send, const Buffer& recv, ncc
   size_t count = block_of(c, send);
   check_at_least(recv.count, count, "recvbuf");
   op = alone(c, op);
-  Held held(c, send.count, send.type);
+  Held held(c, send.count, send.type, stream);
   collectives::reduce_scatter_on_a_path(at(c, stream), held.engine(), send.ptr, recv.ptr, count,
                                         send.type, op);
 }
@@ -210,7 +213,7 @@ void alltoall(Communicator& c, const Buffer& send, const Buffer& recv, cudaStrea
   check_types(send, recv);
   size_t count = block_of(c, send);
   check_at_least(recv.count, send.count, "recvbuf");
-  Held held(c, send.count, send.type);
+  Held held(c, send.count, send.type, stream);
   collectives::all_to_all_on_a_path(at(c, stream), held.engine(), send.ptr, recv.ptr, count,
                                     send.type);
 }

@@ -47,13 +47,20 @@ bool fits(const SharedEngine& shared, size_t staged) {
 
 }  // namespace
 
-RawEngineCall::RawEngineCall(Communicator& c, size_t staged, bool push) {
+RawEngineCall::RawEngineCall(Communicator& c, size_t staged, bool push, cudaStream_t stream,
+                             AgreePaths agree) {
   if (!c.is_live()) {
     return;
   }
   auto shared = engine_if_any(c);
   if (!shared) {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    NCCL_CORE_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+    if (capture != cudaStreamCaptureStatusNone) {
+      return;  // NCCL, on every rank; the engine is made outside a capture
+    }
     GroupPaths paths = paths_for(c.nranks(), raw_overrides());
+    agree(c, paths);  // every rank, at this same call: no engine anywhere yet
     if (!paths.any()) {
       return;  // no engine for a communicator whose every call goes to NCCL
     }

@@ -7,8 +7,10 @@
 // through its paths: a group's (its options and the path table) for the
 // communicator of a dist group, else the table with the process's
 // NCCL_CORE_FAST_PATH_MAX_BYTES (both modes) and
-// NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES (eager calls), read once.  The scratch
-// window is created at the first eligible call, a call every rank makes.
+// NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES (eager calls), read once, which the
+// ranks compare at the first raw collective outside a capture (the caller's
+// `agree`), before any call may take our kernels.  The scratch window is
+// created at the first eligible call, a call every rank makes.
 // Eligibility depends on the call's arguments, whether it is captured, and
 // the communicator alone, as in engine.h.
 #pragma once
@@ -34,17 +36,26 @@ namespace nccl_core::nvlink {
 
 class Engine;
 struct SharedEngine;
+struct GroupPaths;
+
+// Raises where the ranks' paths for `c` differ (collectives/path_agreement.h,
+// a floor above); a collective over `c`.
+using AgreePaths = void (*)(Communicator& c, const GroupPaths& paths);
 
 // The communicator's engine, held (its mutex, the device) and armed for one
 // raw call that stages `staged` bytes (its input on each rank), from
 // construction to destruction, where the engine may take a call of that
 // size (`push`: an all_reduce in place, which the push may take too);
 // engine() is null where it may not (no NVLink engine for `c`, or a size
-// only NCCL runs), and then nothing is held.  The engine is made at the
-// first raw call where no group made one.
+// only NCCL runs), and then nothing is held.  Where no group made an
+// engine, a call outside a capture on `stream` first has `agree` check
+// the raw paths (once: it keeps its verdict), then makes the engine; a
+// captured one goes to NCCL (a capture cannot all-gather, and every rank
+// captures the same calls).
 class RawEngineCall {
  public:
-  RawEngineCall(Communicator& c, size_t staged, bool push);
+  RawEngineCall(Communicator& c, size_t staged, bool push, cudaStream_t stream,
+                AgreePaths agree);
   ~RawEngineCall();  // disarms (takes the ticket), then releases
   RawEngineCall(const RawEngineCall&) = delete;
   RawEngineCall& operator=(const RawEngineCall&) = delete;

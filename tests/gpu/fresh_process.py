@@ -17,6 +17,12 @@ test_fresh_process.py):
   still busy before it; its memory must stay until the op ran (ncclMemFree
   is not stream-ordered: freed at once, the op reads unmapped memory and the
   process dies with an illegal address).  Read back at once, every element.
+- ``raw_paths_differ``: the raw collectives of a communicator no group gave
+  an engine choose their paths from the process's
+  ``NCCL_CORE_*FAST_PATH_MAX_BYTES``; where those differ between ranks, the
+  first such call raises ``NcclInvalid`` on every rank, naming the ranks,
+  and so does every later one (not one rank on our kernel and its peers on
+  NCCL's, waiting for each other).
 
 Prints ``OK <scenario>`` on success; raises otherwise.
 """
@@ -136,12 +142,40 @@ def drop_after_use(rank: int, world: int, device: torch.device) -> None:
     dist.destroy_process_group()
 
 
+def raw_paths_differ(rank: int, world: int, device: torch.device) -> None:
+    torch.cuda.set_device(device)
+    dist.init_process_group("nccl_core", device_id=device)
+    opts = nc.Options()
+    opts.fast_path_max_bytes = 0  # every dist call to NCCL: no engine for its communicator
+    opts.push_max_bytes = 0
+    g = dist.new_group(list(range(world)), backend="nccl_core", pg_options=opts)
+    dist.all_reduce(torch.ones(1, device=device), group=g)  # its communicator exists
+    comm = nc.get_communicator(g)
+    # Read at the first raw call of such a communicator: rank 0 would take
+    # our kernel for eager calls up to 64 KiB, the others never.
+    os.environ["NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES"] = str(64 << 10) if rank == 0 else "0"
+    x = torch.full((1024,), float(rank + 1), device=device)
+    for call in range(2):
+        try:
+            comm.allreduce(x, x, nc.SUM)
+        except nc.NcclInvalid as e:
+            assert "differ" in str(e) and f"rank(s) {', '.join(map(str, range(1, world)))}" in str(e), e
+        else:
+            raise AssertionError(f"raw call {call}: no NcclInvalid where the ranks' paths differ")
+    assert torch.equal(x.cpu(), torch.full((1024,), float(rank + 1))), "a refused call wrote"
+    y = torch.full((10,), float(rank), device=device)
+    dist.all_reduce(y, group=g)  # the communicator itself is fine
+    assert torch.equal(y.cpu(), torch.full((10,), float(sum(range(world))))), y
+    dist.destroy_process_group()
+
+
 def main() -> int:
     scenario = sys.argv[1]
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
     device = simhosts.local_device()
     scenarios = {"detail": detail, "batch_self": batch_self, "timeout": timeout,
-                 "profiling": profiling, "drop_after_use": drop_after_use}
+                 "profiling": profiling, "drop_after_use": drop_after_use,
+                 "raw_paths_differ": raw_paths_differ}
     scenarios[scenario](rank, world, device)
     print(f"OK {scenario} rank {rank}", flush=True)
     return 0
