@@ -32,8 +32,16 @@ void OpSteps::enter_call(Backend& b, OpCall& op, at::Device device, const CallOp
 
 void OpSteps::describe_call(Backend& b, OpCall& op, const Tensors& inputs,
                             const Tensors& outputs, const CallOpts& call) {
-  op.seq = ++b.seq_;
-  op.collective = is_point_to_point(op.type) ? 0 : ++b.collectives_;
+  if (b.estimating_) {
+    // A time estimate runs nothing and may run on some ranks only (a
+    // compiler's cache hit elsewhere): it counts as no op, so every rank's
+    // later sequence numbers and fast-path signatures stay alike.
+    op.seq = b.seq_.load() + 1;
+    op.collective = 0;
+  } else {
+    op.seq = ++b.seq_;
+    op.collective = is_point_to_point(op.type) ? 0 : ++b.collectives_;
+  }
   // A profiled op is watched, not tracked by its kernel's report alone, so
   // its end event exists for the profiler's GPU rows.
   op.profiling = profiling::active();

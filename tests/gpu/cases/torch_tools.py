@@ -310,6 +310,24 @@ def tools_time_estimate(ctx):
             fail("a simulated all_reduce changed its tensor")
     # The group runs real ops afterwards.
     _checked_all_reduce(ctx, g, 1000, 41, "all_reduce after a time estimate")
+    # A compiler may estimate on some ranks only (a cache hit elsewhere): an
+    # estimate is no collective, so every rank still counts alike, and later
+    # calls (the fast path's signatures carry the count) still match.  Only
+    # a shape that ran for real: NCCL's simulation still connects to the peers
+    # an algorithm needs, which a rank-local estimate cannot wait for.
+    if ctx.rank == 0:
+        small = torch.ones(1000, device=ctx.device)
+        with estimator(group=g, device=ctx.device):
+            dist.all_reduce(small, group=g)
+            dist.all_reduce(small, group=g)
+    count = torch.tensor([be._get_sequence_number_for_group()], dtype=torch.int64, device=ctx.device)
+    low, high = count.clone(), count.clone()
+    dist.all_reduce(low, op=dist.ReduceOp.MIN, group=g)
+    dist.all_reduce(high, op=dist.ReduceOp.MAX, group=g)
+    if low.item() != high.item():
+        fail(f"collectives counted after an estimate on rank 0 only: {low.item()}..{high.item()}")
+    for i in range(5):
+        _checked_all_reduce(ctx, g, 1000, 60 + i, f"all_reduce {i} after rank 0's own estimate")
     dist.destroy_process_group(g)
 
 
