@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Namesake barriers against full ones, one build, on a host of 2+ NVLink GPUs
-# (bench/NOTES.md section 25).  Run from the repository root with both patches
-# of bench/pending applied (or in the tree):
-#   WORLD=4 bash bench/pending/measure-namesake.sh      # then WORLD=2, NCCL_CORE_SKIP_BUILD=1
-# Graphs of bf16 all_reduce on the barrier kernels at every size (one way off),
-# NCCL_CORE_NAMESAKE_BARRIERS=0 and 1 alternating, two runs each beside `nccl`
-# and torch's symm_mem kernels; then the table's defaults (one way on) with
-# namesake barriers.  JSONs and logs go to $OUT (or /tmp/out).
+# Namesake barriers against full ones, and grids of 64 blocks against 32, in
+# one build on a host of 2+ NVLink GPUs (bench/NOTES.md section 25).  Run from
+# the repository root with the patches of bench/pending applied (or in the tree):
+#   WORLD=4 bash bench/pending/measure-namesake.sh     # then WORLD=2 NCCL_CORE_SKIP_BUILD=1
+# Graphs of bf16 all_reduce, 8 KiB - 1 MiB, on the barrier kernels at every
+# size (one way off), beside `nccl` and torch's symm_mem kernels, for each of
+# (barrier, cap) = (full, 32) (main's kernels), (namesake, 32), (namesake, 64),
+# (full, 64), in that order and then reversed.  JSONs and logs go to $OUT.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 O=${OUT:-/tmp/out}; mkdir -p "$O"
@@ -15,15 +15,18 @@ t0=$(date +%s)
 bash scripts/gpu-build.sh "$O/build.log" || exit 1
 bench() {  # name, env...
   local name=$1; shift
-  env "$@" timeout "${BENCH_T:-150}" torchrun --nproc-per-node="$W" -m nccl_core_backend.bench \
-    --ops all_reduce --dtype bfloat16 --graph 100 --anchor symm_mem --sizes 8KiB-1MiB \
-    --rounds 2 --json "$O/$name.json" > "$O/$name.log" 2>&1
+  env "$@" NCCL_CORE_ONE_WAY_MAX_BYTES=0 timeout "${BENCH_T:-90}" torchrun --nproc-per-node="$W" \
+    -m nccl_core_backend.bench --ops all_reduce --dtype bfloat16 --graph 100 --anchor symm_mem \
+    --sizes 8KiB-1MiB --rounds 2 --json "$O/$name.json" > "$O/$name.log" 2>&1
   echo "$name rc=$? at $(( $(date +%s) - t0 )) s"
-  grep -E "^\| *[0-9]" "$O/$name.log" | head -12
 }
-for run in 1 2; do
-  bench "w${W}-full-$run" NCCL_CORE_ONE_WAY_MAX_BYTES=0 NCCL_CORE_NAMESAKE_BARRIERS=0
-  bench "w${W}-namesake-$run" NCCL_CORE_ONE_WAY_MAX_BYTES=0 NCCL_CORE_NAMESAKE_BARRIERS=1
+configs="full-32 namesake-32 namesake-64 full-64"
+for pass in 1 2; do
+  order=$configs; [ $pass = 2 ] && order=$(echo $configs | tr ' ' '\n' | tac | tr '\n' ' ')
+  for c in $order; do
+    barrier=${c%-*}; cap=${c#*-}
+    bench "w${W}-$c-$pass" NCCL_CORE_NAMESAKE_BARRIERS=$([ $barrier = namesake ] && echo 1 || echo 0) \
+      NCCL_CORE_FAST_PATH_MAX_BLOCKS=$cap
+  done
 done
-bench "w${W}-defaults" NCCL_CORE_NAMESAKE_BARRIERS=1
 echo "total $(( $(date +%s) - t0 )) s"
