@@ -6,7 +6,8 @@
 # Graphs of bf16 all_reduce, 8 KiB - 1 MiB, on the barrier kernels at every
 # size (one way off), beside `nccl` and torch's symm_mem kernels, for each of
 # (barrier, cap) = (full, 32) (main's kernels), (namesake, 32), (namesake, 64),
-# (full, 64), in that order and then reversed.  JSONs and logs go to $OUT.
+# (full, 64), in that order and then reversed; then their table (ab_table.py).
+# JSONs and logs go to $OUT.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 O=${OUT:-/tmp/out}; mkdir -p "$O"
@@ -29,4 +30,5 @@ for pass in 1 2; do
       NCCL_CORE_FAST_PATH_MAX_BLOCKS=$cap
   done
 done
+python3 bench/pending/ab_table.py "$O" "$W"
 echo "total $(( $(date +%s) - t0 )) s"
