@@ -2,7 +2,10 @@
 # Namesake barriers against full ones, and grids of 64 blocks against 32, in
 # one build on a host of 2+ NVLink GPUs (bench/NOTES.md section 25).  Run from
 # the repository root with the patches of bench/pending applied (or in the tree):
-#   WORLD=4 bash bench/pending/measure-namesake.sh     # then WORLD=2 NCCL_CORE_SKIP_BUILD=1
+#   WORLD=4 PASSES=1 bash bench/pending/measure-namesake.sh               # build, first pass
+#   WORLD=4 PASSES=2 NCCL_CORE_SKIP_BUILD=1 bash bench/pending/measure-namesake.sh   # within 30 s
+#   WORLD=2 PASSES="1 2" NCCL_CORE_SKIP_BUILD=1 bash bench/pending/measure-namesake.sh
+# (a pass is four bench runs, ~1 min each at 4 ranks: a device call holds at most 10 min).
 # Graphs of bf16 all_reduce, 8 KiB - 1 MiB, on the barrier kernels at every
 # size (one way off), beside `nccl` and torch's symm_mem kernels, for each of
 # (barrier, cap) = (full, 32) (main's kernels), (namesake, 32), (namesake, 64),
@@ -16,13 +19,13 @@ t0=$(date +%s)
 bash scripts/gpu-build.sh "$O/build.log" || exit 1
 bench() {  # name, env...
   local name=$1; shift
-  env "$@" NCCL_CORE_ONE_WAY_MAX_BYTES=0 timeout "${BENCH_T:-90}" torchrun --nproc-per-node="$W" \
+  env "$@" NCCL_CORE_ONE_WAY_MAX_BYTES=0 timeout "${BENCH_T:-100}" torchrun --nproc-per-node="$W" \
     -m nccl_core_backend.bench --ops all_reduce --dtype bfloat16 --graph 100 --anchor symm_mem \
     --sizes 8KiB-1MiB --rounds 2 --json "$O/$name.json" > "$O/$name.log" 2>&1
   echo "$name rc=$? at $(( $(date +%s) - t0 )) s"
 }
 configs="full-32 namesake-32 namesake-64 full-64"
-for pass in 1 2; do
+for pass in ${PASSES:-1 2}; do
   order=$configs; [ $pass = 2 ] && order=$(echo $configs | tr ' ' '\n' | tac | tr '\n' ' ')
   for c in $order; do
     barrier=${c%-*}; cap=${c#*-}
