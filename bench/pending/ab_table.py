@@ -3,7 +3,10 @@
 symm_mem kernels measured in the same runs, and each configuration's ratio to
 main's kernels (full barriers, 32 blocks).
 
-    python3 bench/pending/ab_table.py OUT_DIR [WORLD]
+    python3 bench/pending/ab_table.py WORLD DIR [DIR ...]
+
+(the passes of one world size may come back from several device calls: give
+each call's folder).
 """
 
 from __future__ import annotations
@@ -27,11 +30,12 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def load(out_dir: str, world: int) -> tuple[dict, dict, list[str]]:
+def load(dirs: list[str], world: int) -> tuple[dict, dict, list[str]]:
     """({(config, bytes): [µs]}, {(side, bytes): [µs]}, problems)."""
     ours, sides, problems = defaultdict(list), defaultdict(list), []
     pattern = re.compile(rf"w{world}-(\w+-\d+)-(\d+)\.json$")
-    for path in sorted(glob.glob(os.path.join(out_dir, f"w{world}-*.json"))):
+    paths = sorted(p for d in dirs for p in glob.glob(os.path.join(d, f"w{world}-*.json")))
+    for path in paths:
         m = pattern.search(path)
         if not m or m.group(1) not in CONFIGS:
             continue
@@ -65,13 +69,13 @@ def table(ours: dict, sides: dict) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if not argv or len(argv) > 2:
+    if len(argv) < 2 or not argv[0].isdigit():
         print(__doc__)
         return 2
-    world = int(argv[1]) if len(argv) == 2 else 4
-    ours, sides, problems = load(argv[0], world)
+    world = int(argv[0])
+    ours, sides, problems = load(argv[1:], world)
     if not ours:
-        print(f"no runs of world {world} in {argv[0]}")
+        print(f"no runs of world {world} in {' '.join(argv[1:])}")
         return 1
     print(f"world {world}: nccl_core µs a call (graphs of 100 bf16 all_reduces), mean of passes")
     print(table(ours, sides))

@@ -33,5 +33,5 @@ for pass in ${PASSES:-1 2}; do
       NCCL_CORE_FAST_PATH_MAX_BLOCKS=$cap
   done
 done
-python3 bench/pending/ab_table.py "$O" "$W"
+python3 bench/pending/ab_table.py "$W" "$O"  # this call's passes; all of them: give each call's folder
 echo "total $(( $(date +%s) - t0 )) s"
