@@ -5,11 +5,12 @@
 #   WORLD=4 PASSES=1 bash bench/pending/measure-namesake.sh               # build, first pass
 #   WORLD=4 PASSES=2 NCCL_CORE_SKIP_BUILD=1 bash bench/pending/measure-namesake.sh   # within 30 s
 #   WORLD=2 PASSES="1 2" NCCL_CORE_SKIP_BUILD=1 bash bench/pending/measure-namesake.sh
-# (a pass is four bench runs, ~1 min each at 4 ranks: a device call holds at most 10 min).
+# (a pass is one bench run a configuration, about a minute each at 4 ranks (not yet timed):
+# a device call holds at most 10 min, the build about 2.5 of them).
 # Graphs of bf16 all_reduce, 8 KiB - 1 MiB, on the barrier kernels at every
 # size (one way off), beside `nccl` and torch's symm_mem kernels, for each of
-# (barrier, cap) = (full, 32) (main's kernels), (namesake, 32), (namesake, 64),
-# (full, 64), in that order and then reversed; then their table (ab_table.py).
+# (barrier, cap) = (full, 32) (main's kernels), (namesake, 32), (namesake, 64)
+# (CONFIGS: which), in that order and then reversed; then their table (ab_table.py).
 # JSONs and logs go to $OUT.
 set -u
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
@@ -24,7 +25,7 @@ bench() {  # name, env...
     --sizes 8KiB-1MiB --rounds 2 --json "$O/$name.json" > "$O/$name.log" 2>&1
   echo "$name rc=$? at $(( $(date +%s) - t0 )) s"
 }
-configs="full-32 namesake-32 namesake-64 full-64"
+configs=${CONFIGS:-full-32 namesake-32 namesake-64}  # add full-64 to repeat session 7's stalls
 for pass in ${PASSES:-1 2}; do
   order=$configs; [ $pass = 2 ] && order=$(echo $configs | tr ' ' '\n' | tac | tr '\n' ' ')
   for c in $order; do
