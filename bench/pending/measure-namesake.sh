@@ -2,7 +2,7 @@
 # Namesake barriers against full ones, and grids of 64 blocks against 32, in
 # one build on a host of 2+ NVLink GPUs (bench/NOTES.md section 25).  Run from
 # the repository root with the patches of bench/pending applied (or in the tree):
-#   WORLD=4 PASSES=1 bash bench/pending/measure-namesake.sh               # build, first pass
+#   WORLD=4 PASSES=1 CHECKS=1 bash bench/pending/measure-namesake.sh      # build, checks, a pass
 #   WORLD=4 PASSES=2 NCCL_CORE_SKIP_BUILD=1 bash bench/pending/measure-namesake.sh   # within 30 s
 #   WORLD=2 PASSES="1 2" NCCL_CORE_SKIP_BUILD=1 bash bench/pending/measure-namesake.sh
 # (a pass is one bench run a configuration, about a minute each at 4 ranks (not yet timed):
@@ -17,7 +17,11 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 O=${OUT:-/tmp/out}; mkdir -p "$O"
 W=${WORLD:-4}
 t0=$(date +%s)
-bash scripts/gpu-build.sh "$O/build.log" || exit 1
+if [ "${CHECKS:-0}" = 1 ]; then  # the one-GPU checks first (they build): no measurement of broken kernels
+  OUT="$O/checks" CUDA_VISIBLE_DEVICES=0 bash bench/pending/one-gpu-checks.sh || { echo "CHECKS FAILED"; exit 1; }
+else
+  bash scripts/gpu-build.sh "$O/build.log" || exit 1
+fi
 bench() {  # name, env...
   local name=$1; shift
   env "$@" NCCL_CORE_ONE_WAY_MAX_BYTES=0 timeout "${BENCH_T:-100}" torchrun --nproc-per-node="$W" \
