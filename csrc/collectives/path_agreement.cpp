@@ -64,7 +64,8 @@ void check_paths_agree(Communicator& comm, const nvlink::GroupPaths& paths) {
 }
 
 void check_raw_paths_agree(Communicator& comm, const nvlink::GroupPaths& paths) {
-  constexpr const char* kVerdict = "collectives.raw_paths_verdict";
+  // Static: a raw call of a communicator that never gets an engine comes here every time.
+  static const std::string kVerdict = "collectives.raw_paths_verdict";
   auto verdict = std::static_pointer_cast<const std::string>(comm.extension(kVerdict));
   if (!verdict) {
     std::string differ =
