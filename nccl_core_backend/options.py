@@ -59,7 +59,10 @@ _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
 
-def _flag(env: Mapping[str, str], names: tuple[str, ...]) -> bool | None:
+def env_flag(env: Mapping[str, str], names: tuple[str, ...]) -> bool | None:
+    """The first of `names` that `env` sets, as a boolean (1/true/yes/on,
+    0/false/no/off/empty); None where none is set; ValueError naming the
+    variable for anything else."""
     for name in names:
         if name in env:
             value = env[name].strip().lower()
@@ -111,18 +114,18 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
     """Settings from the environment: only the variables that are set."""
     env = os.environ if env is None else env
     out = {}
-    blocking = _flag(env, ("NCCL_CORE_BLOCKING_WAIT", "TORCH_NCCL_BLOCKING_WAIT"))
+    blocking = env_flag(env, ("NCCL_CORE_BLOCKING_WAIT", "TORCH_NCCL_BLOCKING_WAIT"))
     if blocking is not None:
         out["blocking_wait"] = blocking
-    nonblocking = _flag(env, ("NCCL_CORE_COMM_NONBLOCKING", "TORCH_NCCL_USE_COMM_NONBLOCKING"))
+    nonblocking = env_flag(env, ("NCCL_CORE_COMM_NONBLOCKING", "TORCH_NCCL_USE_COMM_NONBLOCKING"))
     if nonblocking is not None:
         out["blocking"] = not nonblocking
-    segments = _flag(env, ("NCCL_CORE_REGISTER_ALLOCATOR_SEGMENTS",
+    segments = env_flag(env, ("NCCL_CORE_REGISTER_ALLOCATOR_SEGMENTS",
                            "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK",
                            "NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK"))
     if segments is not None:
         out["register_allocator_segments"] = segments
-    high = _flag(env, ("NCCL_CORE_HIGH_PRIORITY", "TORCH_NCCL_HIGH_PRIORITY"))
+    high = env_flag(env, ("NCCL_CORE_HIGH_PRIORITY", "TORCH_NCCL_HIGH_PRIORITY"))
     if high is not None:
         out["is_high_priority_stream"] = high
     handling = _error_handling(env)
@@ -153,16 +156,16 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
         if trace is not None:
             out["trace_buffer_size"] = trace
             break
-    timing = _flag(env, ("NCCL_CORE_ENABLE_TIMING", "TORCH_NCCL_ENABLE_TIMING"))
+    timing = env_flag(env, ("NCCL_CORE_ENABLE_TIMING", "TORCH_NCCL_ENABLE_TIMING"))
     if timing is not None:
         out["enable_timing"] = timing
     if env.get("NCCL_CORE_NAN_CHECK", "").strip().lower() == "strict":
         out["nan_check"] = out["nan_check_strict"] = True
     else:
-        nan_check = _flag(env, ("NCCL_CORE_NAN_CHECK", "TORCH_NCCL_NAN_CHECK"))
+        nan_check = env_flag(env, ("NCCL_CORE_NAN_CHECK", "TORCH_NCCL_NAN_CHECK"))
         if nan_check is not None:
             out["nan_check"] = nan_check
-    monitoring = _flag(env, ("NCCL_CORE_ENABLE_MONITORING", "TORCH_NCCL_ENABLE_MONITORING"))
+    monitoring = env_flag(env, ("NCCL_CORE_ENABLE_MONITORING", "TORCH_NCCL_ENABLE_MONITORING"))
     for name in ("NCCL_CORE_HEARTBEAT_TIMEOUT_SEC", "TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC"):
         seconds = _positive_int(env, name)
         if seconds is not None:

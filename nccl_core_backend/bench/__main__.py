@@ -32,6 +32,7 @@ def _meta(job, args) -> dict:
             "mode": ("workloads" if args.workloads else "tooling" if args.tooling
                      else "footprint" if args.footprint else "collectives"),
             "warmup": args.warmup, "rounds": args.rounds,
+            "high_priority_streams": list(job.high_priority),
             "ratio": "nccl_core / nccl time (lower: nccl_core faster)"}
 
 
@@ -148,7 +149,7 @@ def main(argv: list[str] | None = None) -> int:
     from nccl_core_backend.bench.progress import Progress
     from nccl_core_backend.bench.report import render, wrong_results, write_json
 
-    job = start_job(device)
+    job = start_job(device, args.high_priority)
     try:
         _check_against_world(args, job.world)
     except BenchError as e:

@@ -11,11 +11,13 @@ import argparse
 
 from nccl_core_backend.bench.collectives import OPS
 from nccl_core_backend.bench.data import DTYPES
+from nccl_core_backend.bench.job import CORE, NCCL
 from nccl_core_backend.bench.sizes import parse_size, parse_sizes
 
 DEFAULT_SIZES = "8B-1GiB"
 TOOLING_SIZES = "4KiB,1MiB"
 WORKLOADS = ("tp", "ddp", "fsdp")
+BACKENDS = (CORE, NCCL)
 
 USAGE_EXAMPLES = """\
 examples:
@@ -25,6 +27,7 @@ examples:
   torchrun --nproc-per-node=4 -m nccl_core_backend.bench --ops all_reduce --sizes 1KiB-16MiB \
       --dtype bfloat16 --graph --anchor symm_mem    # beside torch's SymmetricMemory kernels
   torchrun --nproc-per-node=2 -m nccl_core_backend.bench --workloads --json workloads.json
+  torchrun --nproc-per-node=2 -m nccl_core_backend.bench --workloads ddp,fsdp --high-priority nccl_core
   torchrun --nproc-per-node=1 -m nccl_core_backend.bench --tooling    # timing, NaN check, hooks
   torchrun --nproc-per-node=2 -m nccl_core_backend.bench --footprint  # peak and held memory
   python -m nccl_core_backend.bench.plot results.json out.png     # draw later, anywhere
@@ -146,6 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
                    help="print which calls nccl_core runs as its own NVLink kernels, by world "
                         "size, operation and size, with the measurement behind each row "
                         "(nccl_core_backend.paths), and exit; needs neither torchrun nor a GPU")
+    p.add_argument("--high-priority", type=lambda t: _choices(t, BACKENDS, "backend"), nargs="?",
+                   const=list(BACKENDS), default=[], metavar="BACKENDS",
+                   help="run the named backends' groups (nccl_core, nccl; bare: both) on "
+                        "high-priority CUDA streams, as TORCH_NCCL_HIGH_PRIORITY=1 does: their "
+                        "async calls (DDP's buckets, FSDP's gathers) then go ahead of compute. "
+                        "A backend whose environment asks already gets it too; the header and "
+                        "the JSON say which ran so")
     p.add_argument("--anchor", choices=["symm_mem"], default=None,
                    help="symm_mem: all_reduce rows (and graph rows) also time torch's "
                         "SymmetricMemory one-shot and two-shot kernels on symm_mem.empty "

@@ -59,9 +59,24 @@ def check_cuda(environ=os.environ) -> torch.device:
         raise BenchError(str(e)) from None
 
 
-def init_side_by_side(device: torch.device):
+def high_priority_streams(groups: dict, device: torch.device, environ=os.environ) -> list:
+    """The backends whose group runs its async calls on a high-priority
+    stream, as each backend decided: nccl_core by its options (pg_options,
+    NCCL_CORE_HIGH_PRIORITY, TORCH_NCCL_HIGH_PRIORITY), nccl by its options
+    or TORCH_NCCL_HIGH_PRIORITY (read when its communicator is made)."""
+    from nccl_core_backend.options import env_flag
+
+    core = groups[CORE]._get_backend(device).nccl_core_options.is_high_priority_stream
+    nccl_options = getattr(groups[NCCL]._get_backend(device), "options", None)
+    nccl = (bool(getattr(nccl_options, "is_high_priority_stream", False))
+            or bool(env_flag(environ, ("TORCH_NCCL_HIGH_PRIORITY",))))
+    return [name for name, on in ((CORE, core), (NCCL, nccl)) if on]
+
+
+def init_side_by_side(device: torch.device, high_priority=()):
     """Default group on nccl_core (CUDA) + gloo (CPU), and a backend-nccl group
-    over the same ranks.  Returns (rank, world, nccl_group).
+    over the same ranks, each on a high-priority stream where `high_priority`
+    names it.  Returns (rank, world, nccl_group).
 
     No device_id: with a bound device, torch 2.11's new_group(backend="nccl")
     tries to split the nccl group from the default group's (nccl_core) backend.
@@ -69,9 +84,16 @@ def init_side_by_side(device: torch.device):
     import nccl_core_backend  # noqa: F401  (registers the backend)
 
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast off on shared hosts
+    if CORE in high_priority:
+        os.environ["NCCL_CORE_HIGH_PRIORITY"] = "1"  # read when the default group is made
+    nccl_options = None
+    if NCCL in high_priority:
+        nccl_options = dist.ProcessGroupNCCL.Options()
+        nccl_options.is_high_priority_stream = True
     torch.cuda.set_device(device)
     dist.init_process_group("cpu:gloo,cuda:nccl_core")
-    return dist.get_rank(), dist.get_world_size(), dist.new_group(backend="nccl")
+    return (dist.get_rank(), dist.get_world_size(),
+            dist.new_group(backend="nccl", pg_options=nccl_options))
 
 
 @dataclass
@@ -83,6 +105,7 @@ class Job:
     world: int
     groups: dict = field(default_factory=dict)  # backend name -> group under test
     ctrl: object = None  # gloo group for the bench's own messages
+    high_priority: list = field(default_factory=list)  # backends on high-priority streams
 
     def sync(self) -> None:
         """Lines the ranks up with an idle GPU (over gloo)."""
@@ -108,11 +131,13 @@ class Job:
         return everyone
 
 
-def start_job(device: torch.device) -> Job:
-    """Creates the groups on `device` (from check_cuda)."""
-    rank, world, nccl_group = init_side_by_side(device)
-    job = Job(device=device, rank=rank, world=world,
-              groups={CORE: dist.group.WORLD, NCCL: nccl_group})
+def start_job(device: torch.device, high_priority=()) -> Job:
+    """Creates the groups on `device` (from check_cuda); `high_priority`: the
+    backends asked to run on high-priority streams (--high-priority)."""
+    rank, world, nccl_group = init_side_by_side(device, high_priority)
+    groups = {CORE: dist.group.WORLD, NCCL: nccl_group}
+    job = Job(device=device, rank=rank, world=world, groups=groups,
+              high_priority=high_priority_streams(groups, device))
     job.ctrl = dist.new_group(backend="gloo")
     return job
 

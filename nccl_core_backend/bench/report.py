@@ -157,10 +157,17 @@ def tooling_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def _streams(meta: dict) -> str:
+    """Which backends ran on high-priority streams (--high-priority), where any."""
+    high = meta.get("high_priority_streams") or []
+    return f" high-priority streams: {', '.join(high)}" if high else ""
+
+
 def header(meta: dict) -> str:
     return (f"nccl_core vs nccl: world={meta['world']} gpu={meta.get('gpu', '?')} "
             f"torch={meta.get('torch', '?')} nccl={meta.get('nccl', '?')} "
-            f"dtype={meta.get('dtype', '?')} memory={meta.get('memory', 'plain')}\n"
+            f"dtype={meta.get('dtype', '?')} memory={meta.get('memory', 'plain')}"
+            f"{_streams(meta)}\n"
             "time: median per call (per step for workloads); ratio = nccl_core / nccl, "
             "below 1.00 nccl_core is faster")
 

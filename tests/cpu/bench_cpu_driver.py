@@ -30,10 +30,11 @@ def _worker(rank: int, world: int, port: int, broken: str, argv: list) -> None:
     from nccl_core_backend.bench import collectives, job, sweep, timing, tooling, training
     from nccl_core_backend.bench.job import CORE, NCCL, Job
 
-    def start_job(local):
+    def start_job(local, high_priority=()):
         dist.init_process_group("gloo")
         j = Job(device=torch.device("cpu"), rank=dist.get_rank(), world=dist.get_world_size(),
-                groups={CORE: dist.group.WORLD, NCCL: dist.new_group(backend="gloo")})
+                groups={CORE: dist.group.WORLD, NCCL: dist.new_group(backend="gloo")},
+                high_priority=list(high_priority))  # as asked: gloo has no streams
         j.ctrl = dist.new_group(backend="gloo")
         j.sync = lambda: dist.barrier(group=j.ctrl)
         return j

@@ -396,6 +396,7 @@ def test_ops_accept_torch_names():
     (["--footprint", "--workloads"], "separate runs"),
     (["--footprint", "--plot", "x.png"], "--footprint's rows are a table"),
     (["--footprint-mib", "0"], "at least 1"),
+    (["--high-priority", "gloo"], "unknown backend 'gloo'"),
 ])
 def test_argument_errors(argv, words, capsys):
     with pytest.raises(SystemExit) as e:

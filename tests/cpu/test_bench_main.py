@@ -90,3 +90,16 @@ def test_tooling_rows_table_and_json(tmp_path):
 def test_tooling_and_workloads_are_separate_runs():
     p = _run(1, "--tooling", "--workloads", "tp")
     assert p.returncode == 2 and "--tooling, --workloads and --footprint are separate runs" in p.stderr
+
+
+def test_high_priority_streams_in_header_and_json(tmp_path):
+    out = tmp_path / "r.json"
+    p = _run(2, "--ops", "all_reduce", "--sizes", "8B", "--iters", "4", "--high-priority",
+             "nccl_core", "--json", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(out.read_text())["meta"]["high_priority_streams"] == ["nccl_core"]
+    assert "high-priority streams: nccl_core\n" in p.stdout
+    p = _run(2, "--ops", "all_reduce", "--sizes", "8B", "--iters", "4", "--json", str(out))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert json.loads(out.read_text())["meta"]["high_priority_streams"] == []
+    assert "high-priority" not in p.stdout

@@ -186,3 +186,20 @@ def test_kernel_times_of_each_row():
             assert t["gpu_us"] > 0 and t["kernels"], (kind, r)
             assert abs(sum(t["kernels"].values()) - t["gpu_us"]) < 0.01 * len(t["kernels"]) + 1e-6, t
     assert "GPU µs per call of what each kind ran" in out and "WRONG" not in out
+
+
+def test_high_priority_streams_where_asked():
+    # nccl_core alone: its backend reads the variable the bench sets; nccl keeps its own
+    result, out = _bench("priority_core", "--ops", "all_reduce", "--sizes", "1KiB", "--iters", "4",
+                         "--warmup", "1", "--rounds", "1", "--high-priority", "nccl_core")
+    assert result["meta"]["high_priority_streams"] == ["nccl_core"]
+    assert "high-priority streams: nccl_core\n" in out
+    assert all(all(r["correct"].values()) for r in result["collectives"])
+    # both, through DDP's async bucket all-reduces on the groups' own streams
+    result, out = _bench("priority_ddp", "--workloads", "ddp", "--model-dim", "128",
+                         "--model-layers", "2", "--model-heads", "4", "--batch", "2", "--seq", "64",
+                         "--bucket-mb", "1", "--steps", "3", "--warmup", "1", "--rounds", "2",
+                         "--high-priority")
+    assert result["meta"]["high_priority_streams"] == ["nccl_core", "nccl"]
+    (row,) = result["workloads"]
+    assert row["workload"] == "ddp" and all(row["correct"].values()), row
