@@ -121,8 +121,8 @@ def env_settings(env: Mapping[str, str] | None = None) -> dict:
     if nonblocking is not None:
         out["blocking"] = not nonblocking
     segments = env_flag(env, ("NCCL_CORE_REGISTER_ALLOCATOR_SEGMENTS",
-                           "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK",
-                           "NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK"))
+                              "TORCH_NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK",
+                              "NCCL_USE_TENSOR_REGISTER_ALLOCATOR_HOOK"))
     if segments is not None:
         out["register_allocator_segments"] = segments
     high = env_flag(env, ("NCCL_CORE_HIGH_PRIORITY", "TORCH_NCCL_HIGH_PRIORITY"))

@@ -6,12 +6,11 @@ creates a new event for each of its first few thousand calls: 1-2 µs of host
 time a call more than later (bench/NOTES.md section 26).  Backend nccl's first
 calls are slower still: at world 1, rows timed after 8 000 calls measured
 0.69-0.82 of `nccl` against 0.63-0.73 when cold, so cold rows flattered
-nccl_core.  So before the
-sweep each backend makes small all-reduces for PRIME_S of rank 0's clock,
-twice, with a pause longer than a watchdog sweep after each pass.  The calls
-go in chunks, and rank 0 says over the bench's gloo group after each chunk
-whether to go on, so every rank makes the same calls at any speed (NVLink or
-the sockets of simulated hosts).
+nccl_core.  So before the sweep each backend makes small all-reduces for
+PRIME_S of rank 0's clock, twice, with a pause longer than a watchdog sweep
+after each pass.  The calls go in chunks, and rank 0 says over the bench's
+gloo group after each chunk whether to go on, so every rank makes the same
+calls at any speed (NVLink or the sockets of simulated hosts).
 """
 
 from __future__ import annotations
