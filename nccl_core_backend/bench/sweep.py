@@ -18,6 +18,7 @@ from nccl_core_backend.bench.collectives import ALLOCATORS, Case, GraphCase, ban
 from nccl_core_backend.bench.data import pattern_for
 from nccl_core_backend.bench.job import CORE, NCCL
 from nccl_core_backend.bench.kernel_times import kernel_times
+from nccl_core_backend.bench.prime import prime
 from nccl_core_backend.bench.sizes import format_bytes
 from nccl_core_backend.bench.timing import EventPool, interleaved, summary
 
@@ -54,6 +55,7 @@ def run_sweep(job, ops: list[str], sizes: list[int], dtype, iters: int | None, w
     dname = str(dtype).replace("torch.", "")
     rows = []
     core = _core_backend(job)
+    prime(job)
     for op in ops:
         for size in sizes:
             n_iter = iters or auto_iters(size)

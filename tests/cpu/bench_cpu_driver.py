@@ -27,7 +27,7 @@ def _worker(rank: int, world: int, port: int, broken: str, argv: list) -> None:
     torch.set_num_threads(1)
     import nccl_core_backend as nc
     import nccl_core_backend.bench.__main__ as main_mod
-    from nccl_core_backend.bench import collectives, job, sweep, timing, tooling, training
+    from nccl_core_backend.bench import collectives, job, prime, sweep, timing, tooling, training
     from nccl_core_backend.bench.job import CORE, NCCL, Job
 
     def start_job(local, high_priority=()):
@@ -66,6 +66,7 @@ def _worker(rank: int, world: int, port: int, broken: str, argv: list) -> None:
     job.start_job = start_job
     timing.time_calls = wall_clock
     sweep.EventPool = training.EventPool = lambda: None
+    prime.PRIME_CHUNK, prime.PRIME_PAUSE_S = 5, 0.0  # gloo keeps no events
     torch.cuda.get_device_name = lambda device=None: "CPU stand-in"
     nc.nccl_version = lambda: (0, 0, 0)
     if broken:

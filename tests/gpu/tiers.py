@@ -89,7 +89,7 @@ DDP_TESTS = "ddp or DistributedDataParallel"
 COLLECTIVE_TESTS = "all_reduce or all_gather or reduce_scatter or broadcast or gather or scatter " \
     "or all_to_all or _reduce"
 ERROR_MODES = Job("error modes", ("tests/gpu/test_error_modes.py",), workers=6, estimate_s=135)
-BENCH = Job("bench", ("tests/gpu/test_bench.py",), workers=2, estimate_s=55)
+BENCH = Job("bench", ("tests/gpu/test_bench.py",), workers=2, estimate_s=215)
 CPU = Job("cpu tests", ("tests/cpu",), workers=4, estimate_s=110)
 
 # Every test file under tests/gpu is in some part (tests/cpu/test_gpu_tiers.py
