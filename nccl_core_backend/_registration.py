@@ -82,6 +82,10 @@ def create_backend(dist_backend_opts, pg_options):
     opts = make_options(pg_options, dist_backend_opts.timeout)
     opts.group_name = str(dist_backend_opts.group_id)
     opts.global_ranks_in_group = list(dist_backend_opts.global_ranks_in_group)
+    if getattr(dist_backend_opts, "enable_reconfigure", False):
+        # torch >= 2.15's init_process_group(enable_reconfigure=True): the
+        # communicator waits for dist._reconfigure().
+        opts.enable_reconfigure = True
     backend = _C.ProcessGroupNcclCore(
         dist_backend_opts.store,
         dist_backend_opts.group_rank,

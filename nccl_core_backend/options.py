@@ -206,8 +206,9 @@ def from_torch_nccl_options(torch_opts, options_type=None):
     ``comm_name`` (unset fields stay NCCL's defaults).  A field set to what
     nccl_core cannot honour raises ``ValueError`` naming it: ``split_from``
     (nccl_core splits from the default group by itself), ``config.nvls_ctas``,
-    ``config.collnet_enable``, ``config.max_p2p_peers``,
-    ``enable_reconfigure``, ``lazy_init``, ``use_pg_for_symm_mem_rendezvous``.
+    ``config.collnet_enable``, ``config.max_p2p_peers``, ``lazy_init``,
+    ``use_pg_for_symm_mem_rendezvous``.  ``enable_reconfigure`` (torch >= 2.15)
+    carries over.
     """
     if options_type is None:
         from nccl_core_backend._C import Options as options_type
@@ -219,7 +220,10 @@ def from_torch_nccl_options(torch_opts, options_type=None):
             "ProcessGroupNCCL.Options.split_from cannot be honoured by nccl_core: it names a "
             "ProcessGroupNCCL; nccl_core groups split from the default group by themselves "
             "(leave split_from unset)")
-    for name in ("enable_reconfigure", "lazy_init", "use_pg_for_symm_mem_rendezvous"):
+    if getattr(torch_opts, "enable_reconfigure", False):
+        # torch >= 2.15: the group waits for dist._reconfigure (backend/reconfigure.cpp).
+        opts.enable_reconfigure = True
+    for name in ("lazy_init", "use_pg_for_symm_mem_rendezvous"):
         if getattr(torch_opts, name, False):
             raise ValueError(
                 f"ProcessGroupNCCL.Options.{name}=True cannot be honoured by nccl_core "

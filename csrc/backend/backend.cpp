@@ -11,6 +11,7 @@
 #include <cstring>
 #include <thread>
 
+#include "backend/membership.h"
 #include "tooling/comm_listener.h"
 #include "op/errors.h"
 #include "registration/segment_registry.h"
@@ -27,7 +28,9 @@ Backend::Backend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
       store_(std::move(store)),
       options_(options ? std::move(options) : c10::make_intrusive<GroupOptions>()),
       info_(std::make_shared<GroupInfo>()),
-      hooks_(std::make_unique<CompletionHooks>()) {
+      hooks_(std::make_unique<CompletionHooks>()),
+      abort_hooks_(std::make_shared<AbortHooks>()),
+      handle_(membership::new_handle()) {
   NCCL_CORE_CHECK_VALUE(size > 0 && rank >= 0 && rank < size,
                     "nccl_core: invalid rank ", rank, " for group size ", size);
   NCCL_CORE_CHECK_VALUE(options_->error_handling >= 0 && options_->error_handling <= 3,
@@ -35,15 +38,17 @@ Backend::Backend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
                         "got ", options_->error_handling);
   info_->label = (options_->group_name.empty() ? std::string("?") : options_->group_name) +
                  " (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")";
-  failures_ = std::make_unique<GroupFailures>(info_, options_->trace_buffer_size);
+  failures_ = std::make_unique<GroupFailures>(info_, options_->trace_buffer_size, abort_hooks_);
+  info_->before_abort = [hooks = abort_hooks_] { hooks->run_once("a blocking wait's abort"); };
   timing_.store(options_->enable_timing);
 }
 
 Backend::~Backend() {
   // Like backend nccl: a group that was never shut down is aborted, which
-  // never blocks on peers.
+  // never blocks on peers.  The program's abort hooks do not run here: the
+  // program let the group go (and the interpreter may be exiting).
   try {
-    abort();
+    abort_communicator();
   } catch (...) {
   }
 }
@@ -98,6 +103,12 @@ std::shared_ptr<Communicator> Backend::communicator(
                           device->str() + " (one GPU per process)");
     }
     return comm_;
+  }
+  if (options_->reconfigurable()) {
+    check_healthy();
+    C10_THROW_ERROR(DistBackendError,
+                    "nccl_core: this group was made with enable_reconfigure=True and has no "
+                    "communicator: every member calls dist._reconfigure(uuid, handles) first");
   }
   at::Device dev = device ? *device : pick_device(nullptr);
   NCCL_CORE_CHECK_VALUE(dev.is_cuda() && dev.has_index(),
@@ -164,7 +175,10 @@ void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {
   device_ = device;
   comm_ = std::move(comm);
   GroupFailures::Settings failing{options_->watchdog_interval,     options_->policy(),
-                                  options_->heartbeat_timeout,     options_->unraised_error_grace,
+                                  options_->heartbeat_timeout,
+                                  // A reconfigurable group's failures end no process.
+                                  options_->reconfigurable() ? std::chrono::milliseconds(0)
+                                                             : options_->unraised_error_grace,
                                   options_->desync_report_wait,    options_->call_check_interval,
                                   options_->nan_check && !options_->nan_check_strict};
   failures_->start(failing, store_, options_->group_name + "/" + std::to_string(size_), rank_,
@@ -223,7 +237,23 @@ size_t Backend::pending_works() const {
 }
 
 void Backend::eagerConnectSingleDevice(at::Device device) {
+  if (options_->reconfigurable()) {
+    setBoundDeviceId(device);  // the communicator waits for reconfigure()
+    return;
+  }
   communicator(device);
+}
+
+void Backend::setBoundDeviceId(std::optional<at::Device> device) {
+  if (device) {
+    NCCL_CORE_CHECK_VALUE(device->is_cuda() && device->has_index(),
+                          "nccl_core: the bound device must be a CUDA device with an index, got ",
+                          device->str());
+    NCCL_CORE_CHECK_VALUE(!device_ || device_->index() == device->index(),
+                          "nccl_core: this group's communicator is on ", device_->str(),
+                          ", it cannot be bound to ", device->str());
+  }
+  c10d::Backend::setBoundDeviceId(device);
 }
 
 uint64_t Backend::getSequenceNumberForGroup() {
@@ -250,6 +280,11 @@ c10d::ErrorType Backend::getError() {
 }
 
 void Backend::abort() {
+  failures_->abort_hooks().run_once("abort()");  // before anything is torn down
+  abort_communicator();
+}
+
+void Backend::abort_communicator() {
   // Nothing registers on the communicator any more, and torch's symmetric
   // memory lets it go, before NCCL frees it.
   retire_registrations();

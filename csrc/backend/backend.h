@@ -1,8 +1,10 @@
 // csrc/backend: nccl_core's c10d::Backend, which turns torch.distributed
 // calls into NCCL calls on one Communicator.  Lifecycle in backend.cpp, new
-// groups from this one (split, shrink) in splits.cpp; the
-// operations in collectives.cpp, gathers.cpp and p2p.cpp (point-to-point,
-// all-to-all, coalescing); the stream/event discipline shared by every op
+// groups from this one (split, shrink) in splits.cpp, a new communicator over
+// other members (torch >= 2.15's reconfigure) in reconfigure.cpp and
+// membership.h; the operations in collectives.cpp, gathers.cpp and p2p.cpp
+// (point-to-point, all-to-all, coalescing), one-sided windows in
+// group_window.h; the stream/event discipline shared by every op
 // is `launch` in launch.h, its steps in op_call.cpp; each call's argument
 // checks in collectives/torch_checks.h; the program's handle of an op is Work
 // (work.h).  The systems it owns live in their own folders below it: op/,
@@ -22,6 +24,7 @@
 #include <string>
 #include <unordered_map>
 #include <tuple>
+#include <unordered_set>
 
 #if NCCL_CORE_TORCH >= 215
 #include <torch/csrc/distributed/c10d/Hooks.hpp>
@@ -68,8 +71,18 @@ class Backend : public c10d::Backend {
   uint64_t getSequenceNumberForGroup() override;
   void setSequenceNumberForGroup() override;
   c10d::ErrorType getError() override;
+  // abort(): the program's abort hooks first, then abort_communicator().
   void abort() override;
   void shutdown() override;
+  // A CUDA device with an index, the communicator's where it exists.
+  void setBoundDeviceId(std::optional<at::Device> device) NCCL_CORE_OVERRIDE_215;
+#if NCCL_CORE_TORCH >= 215
+  // Whether the communicator exists (torch's split_group asks the parent).
+  bool isInitialized() override { return has_communicator(); }
+  bool supportsAbortHooks() const override { return true; }
+  void registerAbortHook(int64_t hook_id, c10d::AbortHook hook) override;
+  void unregisterAbortHook(int64_t hook_id) override;
+#endif
 
   // --- collectives.cpp, gathers.cpp ---------------------------------------
   WorkPtr broadcast(Tensors& t, const c10d::BroadcastOptions& o) override;
@@ -83,6 +96,10 @@ class Backend : public c10d::Backend {
   WorkPtr allgather_into_tensor_coalesced(Tensors& out, Tensors& in,
                                           const c10d::AllgatherOptions& o) override;
   WorkPtr gather(TensorLists& out, Tensors& in, const c10d::GatherOptions& o) override;
+#if NCCL_CORE_TORCH >= 215
+  // dist.gather_single (ncclGather into one flat tensor on the root).
+  WorkPtr gather_into_tensor(at::Tensor& out, at::Tensor& in, const c10d::GatherOptions& o) override;
+#endif
   WorkPtr scatter(Tensors& out, TensorLists& in, const c10d::ScatterOptions& o) override;
   WorkPtr reduce_scatter(Tensors& out, TensorLists& in, const c10d::ReduceScatterOptions& o) override;
   WorkPtr _reduce_scatter_base(at::Tensor& out, at::Tensor& in,
@@ -131,6 +148,23 @@ class Backend : public c10d::Backend {
   void resume() override { live_comm("resume").resume(); }
 #endif
 
+  // --- reconfigure.cpp: fault tolerance (enable_reconfigure=True) ----------
+#if NCCL_CORE_TORCH >= 215
+  bool supportsReconfigure() const override;  // ncclCommRevoke is there (2.28.7)
+  c10d::ReconfigureHandle get_reconfigure_handle() const override;
+  WorkPtr reconfigure(const c10d::ReconfigureOptions& opts) override;
+#endif
+
+  // --- group_window.cpp: one-sided windows (dist._new_window) ---------------
+#if NCCL_CORE_TORCH >= 215
+  bool supportsWindow() const override { return true; }
+  c10::intrusive_ptr<c10d::Window> new_window(const std::optional<at::Tensor>& tensor) override;
+  // A window's put / signal (`sends`) or wait_signal as a Work: `fn` enqueues
+  // it on the stream launch picks (launch.h).
+  WorkPtr one_sided(bool sends, std::vector<at::Tensor> inputs, CallOpts call, const char* what,
+                    const std::function<void(Communicator&, cudaStream_t)>& fn);
+#endif
+
   // --- beyond c10d ----------------------------------------------------------
   // The communicator on `device`, made at first use; live_comm: the one made.
   std::shared_ptr<Communicator> communicator(std::optional<at::Device> device = std::nullopt);
@@ -159,6 +193,13 @@ class Backend : public c10d::Backend {
   void announce(bool up);  // to the communicator listener: up, or about to go
   void retire_registrations();  // segment registrations stop; announce(false)
   void check_healthy() const;
+  // Pending works fail, the communicator aborts, the watchdog stops.
+  void abort_communicator();
+#if NCCL_CORE_TORCH >= 215
+  // reconfigure(): the communicator is revoked and aborted, its pending works
+  // fail with `why`, and the group's per-communicator state starts afresh.
+  void end_communicator(newer::CommRevokeFn* revoke, const std::string& why);
+#endif
   ncclRedOp_t reduce_op(const c10d::ReduceOp& op, const at::Tensor& t, ncclDataType_t type,
                         Work& work, const char* what);
   void destroy_redops();  // the PreMulSum ops, after the enqueue or the block
@@ -172,6 +213,7 @@ class Backend : public c10d::Backend {
   c10::intrusive_ptr<GroupOptions> options_;
   std::shared_ptr<GroupInfo> info_;
   std::unique_ptr<CompletionHooks> hooks_;  // before failures_: its watchdog calls it
+  std::shared_ptr<AbortHooks> abort_hooks_;  // the program's; every GroupFailures runs them
   std::unique_ptr<GroupFailures> failures_;
   std::shared_ptr<nvlink::SharedEngine> fast_;  // the communicator's; null if all paths are NCCL
   std::shared_ptr<Communicator> comm_;
@@ -192,6 +234,8 @@ class Backend : public c10d::Backend {
   bool group_open_ = false;  // ncclGroupStart called for the open block
   c10::intrusive_ptr<Work> coalesced_;
   std::vector<ncclRedOp_t> redops_;
+  const std::string handle_;  // this process's reconfigure handle (membership.h)
+  std::unordered_set<int64_t> used_uuids_;  // reconfigure's uuids so far
   std::mutex pool_mutex_;  // allocateTensor's caching pool, made at first use
   std::unique_ptr<at::cuda::MemPool> pool_;
 };

@@ -1,5 +1,5 @@
 // Gathers and scatter of the nccl_core backend: all_gather (into a tensor,
-// list-shaped, coalesced), gather and scatter.
+// list-shaped, coalesced), gather (into a list, into one tensor) and scatter.
 #include <ATen/ATen.h>
 
 #include "backend/backend.h"
@@ -167,6 +167,28 @@ WorkPtr Backend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                   });
                 });
 }
+
+#if NCCL_CORE_TORCH >= 215
+// dist.gather_single: ncclGather straight into the root's flat output, no
+// copy; torch's canonical gather_single forwards here.
+WorkPtr Backend::gather_into_tensor(at::Tensor& output, at::Tensor& input,
+                                    const c10d::GatherOptions& opts) {
+  int root = torch_checks::root(opts.rootRank, size_, "gather_single");
+  const bool is_root = rank_ == root;
+  torch_checks::gather_single(input, output, size_, is_root);
+  std::vector<at::Tensor> outs;
+  if (is_root) {
+    outs.push_back(output);
+  }
+  auto dev = pick_device(&input);
+  return launch(OpType::GATHER, dev, {input}, outs, call_opts(opts), "gather_single",
+                [&](Communicator& c, cudaStream_t s, Work&) {
+                  Buf in = buf(input, "gather_single");
+                  void* recv = is_root ? buf(output, "gather_single").ptr : nullptr;
+                  collectives::gather({c, s, Check::kWait}, in.ptr, recv, in.count, in.type, root);
+                });
+}
+#endif
 
 WorkPtr Backend::scatter(std::vector<at::Tensor>& outputs,
                          std::vector<std::vector<at::Tensor>>& inputs,

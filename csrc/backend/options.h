@@ -21,6 +21,16 @@ struct GroupOptions : c10d::Backend::Options {
     return c10::make_intrusive<GroupOptions>(*this);
   }
 
+  // init_process_group(enable_reconfigure=True) (torch >= 2.15): the
+  // communicator is made by reconfigure(), never by a first collective.
+  bool reconfigurable() const {
+#if NCCL_CORE_TORCH >= 215
+    return enable_reconfigure;
+#else
+    return false;
+#endif
+  }
+
   bool is_high_priority_stream = false;
   // wait() blocks the CPU until the op completes (or times out).
   bool blocking_wait = false;
@@ -48,6 +58,9 @@ struct GroupOptions : c10d::Backend::Options {
   // reports a timeout itself, so the process is never ended for it (as in
   // backend nccl, where blocking wait turns async error handling off).
   ErrorPolicy policy() const {
+    if (reconfigurable()) {
+      return ErrorPolicy{ErrorPolicy::kReconfigure};
+    }
     ErrorPolicy p{error_handling};
     if (blocking_wait && p.tears_down()) {
       p.mode = ErrorPolicy::kCleanUpOnly;

@@ -1,5 +1,5 @@
 // What torch's NCCL users reach for beyond the collectives: op timing,
-// completion hooks, pending-work waits, collective time estimates, memory
+// completion and abort hooks, pending-work waits, collective time estimates, memory
 // statistics, split counts, and the profiler's group description.
 #include <algorithm>
 #include <thread>
@@ -33,6 +33,14 @@ void Backend::registerCompletionHook(int64_t hook_id, c10d::CompletionHook hook)
 
 void Backend::unregisterCompletionHook(int64_t hook_id) {
   hooks_->remove(hook_id);
+}
+
+void Backend::registerAbortHook(int64_t hook_id, c10d::AbortHook hook) {
+  failures_->abort_hooks().add(hook_id, std::move(hook));
+}
+
+void Backend::unregisterAbortHook(int64_t hook_id) {
+  failures_->abort_hooks().remove(hook_id);
 }
 #endif
 

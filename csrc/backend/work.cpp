@@ -155,6 +155,9 @@ void Work::wait_on_host(std::chrono::milliseconds timeout) {
         op_->group->mark_raised();  // raised right here
       }
       if (comm_ && op_->abort_on_timeout) {
+        if (op_->group && op_->group->before_abort) {
+          op_->group->before_abort();  // the program's abort hooks, once
+        }
         comm_->abort();
       }
       std::rethrow_exception(err);

@@ -256,6 +256,16 @@ void gather(const std::vector<std::vector<at::Tensor>>& outputs, const at::Tenso
   }
 }
 
+void gather_single(const at::Tensor& input, const at::Tensor& output, int size, bool is_root) {
+  if (!is_root) {
+    return;  // a non-root's output is a placeholder torch passes
+  }
+  NCCL_CORE_CHECK_VALUE(output.defined(), "nccl_core gather_single: the root needs an output");
+  NCCL_CORE_CHECK_VALUE(output.is_contiguous(),
+                        "nccl_core gather_single: the root's output must be contiguous");
+  world_times(input, output, Whole::kOutput, size, "gather_single");
+}
+
 void scatter(const std::vector<std::vector<at::Tensor>>& inputs, const at::Tensor& output,
              int size, bool is_root) {
   if (!is_root) {

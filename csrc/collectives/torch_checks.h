@@ -56,6 +56,9 @@ void allgather_into_tensor_coalesced(const std::vector<at::Tensor>& outputs,
 // The root's output list (world size tensors like the input); none elsewhere.
 void gather(const std::vector<std::vector<at::Tensor>>& outputs, const at::Tensor& input,
             int size, bool is_root);
+// gather_single: the root's flat output holds world size x the input's
+// elements, of its dtype, contiguous; elsewhere the output is not read.
+void gather_single(const at::Tensor& input, const at::Tensor& output, int size, bool is_root);
 // The root's input list (world size tensors like the output).
 void scatter(const std::vector<std::vector<at::Tensor>>& inputs, const at::Tensor& output,
              int size, bool is_root);

@@ -19,6 +19,9 @@ const char* ErrorPolicy::outcome() const {
              "kernel go and the program read its unreduced output)";
     case kCleanUpOnly:
       return "; communicator aborted as this error is raised (TORCH_NCCL_ASYNC_ERROR_HANDLING=2)";
+    case kReconfigure:
+      return "; communicator aborted, the group waits for dist._reconfigure() "
+             "(enable_reconfigure=True)";
     default:
       return "; ending the process (TORCH_NCCL_ASYNC_ERROR_HANDLING=3)";
   }

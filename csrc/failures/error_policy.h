@@ -7,6 +7,10 @@
 //   2 clean up     fail the pending work; the communicator is aborted when
 //                  the error reaches the program
 //   3 skip cleanup end the process at once, nothing aborted (the default)
+// A group made with enable_reconfigure=True (torch >= 2.15) takes its own
+// mode whatever the variable says, as backend nccl's: the communicator is
+// aborted at once, so that no kernel waits for a peer that is gone, the
+// pending work fails, and the process goes on to dist._reconfigure().
 // Nothing releases a stuck kernel before the program can no longer read its
 // output: NCCL's abort makes the kernel leave, and a program thread waiting
 // on the GPU behind it (torch.cuda.synchronize(), .item()) would go on with a
@@ -25,11 +29,13 @@
 namespace nccl_core {
 
 struct ErrorPolicy {
-  enum Mode : int { kNone = 0, kTearDown = 1, kCleanUpOnly = 2, kSkipCleanUp = 3 };
+  enum Mode : int { kNone = 0, kTearDown = 1, kCleanUpOnly = 2, kSkipCleanUp = 3, kReconfigure = 4 };
   int mode = kSkipCleanUp;
 
-  // Aborts the communicator (when the error is raised; policy 2).
-  bool aborts() const { return mode == kCleanUpOnly; }
+  // Aborts the communicator (when the error is raised, policy 2; at once,
+  // reconfigurable groups).
+  bool aborts() const { return mode == kCleanUpOnly || mode == kReconfigure; }
+  bool aborts_at_once() const { return mode == kReconfigure; }
   bool tears_down() const { return mode == kTearDown || mode == kSkipCleanUp; }
   // The clause an error message ends with.
   const char* outcome() const;

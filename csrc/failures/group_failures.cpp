@@ -8,8 +8,11 @@
 
 namespace nccl_core {
 
-GroupFailures::GroupFailures(std::shared_ptr<GroupInfo> info, size_t trace_buffer_size)
-    : info_(std::move(info)), recorder_(std::make_unique<FlightRecorder>(trace_buffer_size)) {}
+GroupFailures::GroupFailures(std::shared_ptr<GroupInfo> info, size_t trace_buffer_size,
+                             std::shared_ptr<AbortHooks> abort_hooks)
+    : info_(std::move(info)),
+      recorder_(std::make_unique<FlightRecorder>(trace_buffer_size)),
+      abort_hooks_(std::move(abort_hooks)) {}
 
 GroupFailures::~GroupFailures() {
   // The watchdog's thread reads the reports and the recorder: it goes first.
@@ -44,6 +47,7 @@ void GroupFailures::start(const Settings& settings, const c10::intrusive_ptr<c10
     return call_check_ ? call_check_->tick() : std::string();
   };
   hooks.on_done = std::move(on_done);
+  hooks.before_abort = [this] { abort_hooks_->run_once("the watchdog's abort"); };
   watchdog_ = std::make_unique<Watchdog>(settings.watchdog_interval, settings.policy,
                                          std::move(hooks), settings.heartbeat_timeout, info_,
                                          settings.unraised_error_grace);

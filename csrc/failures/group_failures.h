@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "failures/abort_hooks.h"
 #include "failures/ephemeral_timeout.h"
 #include "failures/error_policy.h"
 #include "failures/flight_recorder.h"
@@ -52,7 +53,10 @@ class GroupFailures {
   };
 
   // `trace_buffer_size`: flight-recorder entries (0: no desync report).
-  GroupFailures(std::shared_ptr<GroupInfo> info, size_t trace_buffer_size);
+  // `abort_hooks`: the program's, which outlive one communicator's failures
+  // (a reconfigured group keeps them).
+  GroupFailures(std::shared_ptr<GroupInfo> info, size_t trace_buffer_size,
+                std::shared_ptr<AbortHooks> abort_hooks);
   ~GroupFailures();
   GroupFailures(const GroupFailures&) = delete;
   GroupFailures& operator=(const GroupFailures&) = delete;
@@ -69,6 +73,9 @@ class GroupFailures {
   // Null before start() (and when the check waits on the host or is off).
   const std::shared_ptr<NanWatch>& nan_watch() const { return nan_watch_; }
   EphemeralTimeouts& ephemeral() { return ephemeral_; }
+  // The program's abort hooks: the watchdog runs them before a failure
+  // aborts or ends the process, the backend before abort().
+  AbortHooks& abort_hooks() { return *abort_hooks_; }
   // Null before start().
   Watchdog* watchdog() const { return watchdog_.get(); }
   size_t pending() const { return watchdog_ ? watchdog_->pending() : 0; }
@@ -106,6 +113,7 @@ class GroupFailures {
   std::unique_ptr<DesyncReporter> desync_;
   std::unique_ptr<CallCheck> call_check_;  // after desync_: reads recorder_ too
   std::shared_ptr<NanWatch> nan_watch_;    // works share it, for wait()
+  std::shared_ptr<AbortHooks> abort_hooks_;  // the watchdog's thread runs them
   std::unique_ptr<Watchdog> watchdog_;     // last: its thread reads the above
   EphemeralTimeouts ephemeral_;
   mutable std::mutex error_mutex_;

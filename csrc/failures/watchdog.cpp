@@ -299,6 +299,9 @@ void Watchdog::handle(const std::string& msg, bool explain, uint64_t at,
       report += std::string("\n(desync report failed: ") + e.what() + ")";
     }
   }
+  if ((aborts || policy_.tears_down()) && hooks_.before_abort) {
+    hooks_.before_abort();  // while the state they capture still exists
+  }
   if (policy_.tears_down()) {
     // Policies 1 and 3: nothing is aborted first, so no stuck kernel leaves
     // before the process ends (error_policy.h).
@@ -307,9 +310,16 @@ void Watchdog::handle(const std::string& msg, bool explain, uint64_t at,
   // Policies 0 and 2: the program sees the error; the report is logged now,
   // and the process ends if no program thread raises it in time.
   log_report(report);
-  fail_all(report, aborts ? Release::kAbortWhenRaised : Release::kKeep);
-  if (aborts && comm && group_) {
-    group_->abort_when_raised(comm);
+  if (policy_.aborts_at_once()) {
+    fail_all(report, Release::kAbortNow);
+    if (comm) {
+      comm->abort();
+    }
+  } else {
+    fail_all(report, aborts ? Release::kAbortWhenRaised : Release::kKeep);
+    if (aborts && comm && group_) {
+      group_->abort_when_raised(comm);
+    }
   }
   if (!unraised_ && !(group_ && group_->raised())) {
     unraised_ = true;

@@ -52,6 +52,9 @@ class Watchdog {
     // An op finished without error (completion_hooks.h); also for those
     // found finished when the watchdog stops.
     std::function<void(OpState&)> on_done;
+    // Before a failure aborts the communicator or ends the process: the
+    // program's abort hooks (abort_hooks.h).
+    std::function<void()> before_abort;
   };
   // `heartbeat`: how long the thread may go without a sweep before the
   // heartbeat monitor ends the process (0: not watched); `group` names the

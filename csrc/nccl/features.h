@@ -111,8 +111,9 @@ inline constexpr Feature kGetMemStat{
     "get_mem_stat", "Communicator.get_mem_stat", "ncclCommMemStats", v(2, 29, 7), v(2, 29, 7),
     0, 0, "ncclCommMemStats", ""};
 inline constexpr Feature kRevoke{
-    "revoke", "(not exposed)", "ncclCommRevoke", v(2, 28, 7), 0, 0, 0, "ncclCommRevoke",
-    "nccl_core does not expose ncclCommRevoke"};
+    "revoke", "dist._reconfigure (init_process_group(enable_reconfigure=True))",
+    "ncclCommRevoke", v(2, 28, 7), v(2, 28, 7), 0, 0, "ncclCommRevoke",
+    "reconfigure revokes the group's communicator, then builds the next one"};
 inline constexpr Feature kSuspendResume{
     "suspend_resume", "Communicator.suspend, resume; the backend's suspend, resume",
     "ncclCommSuspend, ncclCommResume", v(2, 29, 7), v(2, 29, 7), 0, 0, "ncclCommSuspend",

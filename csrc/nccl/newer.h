@@ -44,6 +44,7 @@ using PutSignalFn = ncclResult_t(const void*, size_t, ncclDataType_t, int, ncclW
 using SignalFn = ncclResult_t(int, int, int, unsigned int, ncclComm_t, cudaStream_t);
 using WaitSignalFn = ncclResult_t(int, WaitSignalDesc*, ncclComm_t, cudaStream_t);
 using CommSuspendFn = ncclResult_t(ncclComm_t, int);
+using CommRevokeFn = ncclResult_t(ncclComm_t, int);
 using CommResumeFn = ncclResult_t(ncclComm_t);
 
 // Window flags: NCCL_WIN_COLL_SYMMETRIC (2.27.3), NCCL_WIN_STRICT_ORDERING (2.29.7).
@@ -54,6 +55,7 @@ constexpr int kWinKnownFlags = kWinCollSymmetric | kWinStrictOrdering;
 // The releases that brought them (nccl/features.h holds every threshold).
 constexpr int kMemStatsVersion = features::kGetMemStat.native_since;
 constexpr int kSuspendVersion = features::kSuspendResume.native_since;
+constexpr int kRevokeVersion = features::kRevoke.native_since;
 // ncclCommSuspend's flag (2.29.7): release the suspendable device memory.
 constexpr int kSuspendMem = 0x1;
 constexpr int kHostPointersVersion = features::kWindowPointers.native_since;

@@ -1,9 +1,10 @@
 // What every op of a group shares with it: its label for reports, whether an
-// error of the group has reached the program, and the communicators whose
-// abort waits for that moment (error policy 2).
+// error of the group has reached the program, the communicators whose abort
+// waits for that moment (error policy 2), and what runs before an abort.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -16,6 +17,9 @@ class Communicator;
 class GroupInfo {
  public:
   std::string label;  // "name (rank r of n)", for error reports
+  // The program's abort hooks (failures/abort_hooks.h), for a blocking wait
+  // that aborts the communicator on its timeout; null where none are set up.
+  std::function<void()> before_abort;
 
   // The watchdog failed the group under policy 2: `comm` is aborted once the
   // error reaches the program.  Aborting at once would let a stuck kernel

@@ -487,3 +487,25 @@ def test_unhonoured_torch_variables_warn_once(recwarn):
     with pytest.warns(UserWarning, match="TORCH_NCCL_DUMP_ON_TIMEOUT"):
         assert options.warn_unhonoured_env(env) == ["TORCH_NCCL_DUMP_ON_TIMEOUT"]
     assert options.warn_unhonoured_env(env) == []  # once per process
+
+
+def test_enable_reconfigure_carries_over_and_is_copied():
+    # torch >= 2.15: the group waits for dist._reconfigure (backend/reconfigure.cpp).
+    t = _torch_nccl_options()
+    if not hasattr(t, "enable_reconfigure") or not hasattr(Options(), "enable_reconfigure"):
+        pytest.skip("this torch has no enable_reconfigure (torch < 2.15)")
+    assert make_options(t, env={}).enable_reconfigure is False
+    t.enable_reconfigure = True
+    o = make_options(t, env={})
+    assert o.enable_reconfigure is True
+    assert copy.copy(o).enable_reconfigure is True and make_options(o, env={}).enable_reconfigure is True
+
+
+@pytest.mark.parametrize("field", ["lazy_init", "use_pg_for_symm_mem_rendezvous"])
+def test_torch_nccl_options_we_cannot_honour(field):
+    t = _torch_nccl_options()
+    if not hasattr(t, field):
+        pytest.skip(f"this torch's ProcessGroupNCCL.Options has no {field}")
+    setattr(t, field, True)
+    with pytest.raises(ValueError, match=field):
+        make_options(t, env={})

@@ -137,6 +137,43 @@ def torchrun(args: list[str], world: int, *, env: dict | None = None, timeout: f
     return job
 
 
+def spawn(args: list[str], world: int, *, env: dict | None = None, timeout: float = 300,
+          name: str = "") -> list[Job]:
+    """Runs `args` (a script under the repo and its arguments) as `world`
+    processes with torchrun's variables but no agent: a rank that dies ends
+    itself alone, where torchrun would end its peers too (the fault-tolerance
+    scenarios need the survivors).  Rank 0 hosts the store.  Returns each
+    rank's Job; a job that outlives `timeout` fails the test with its output."""
+    port = free_port()
+    t0 = time.time()
+    procs = []
+    for rank in range(world):
+        extra = {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": str(world),
+                 "LOCAL_WORLD_SIZE": str(world), "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port),
+                 **(env or {})}
+        # Each in a session of its own: a hung one is ended by its process
+        # group id, never by name.
+        procs.append(subprocess.Popen([sys.executable, os.path.join(ROOT, args[0]), *args[1:]],
+                                      env=env_for(extra), cwd=ROOT, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, start_new_session=True))
+    jobs, hung = [], False
+    for rank, p in enumerate(procs):
+        left = max(1.0, timeout - (time.time() - t0))
+        try:
+            out, err = p.communicate(timeout=left)
+        except subprocess.TimeoutExpired:
+            hung = True
+            end_group(p.pid)
+            out, err = p.communicate()
+            err += f"\nHUNG (> {timeout} s)\n"
+        jobs.append(Job(p.returncode, out, err, time.time() - t0))
+    text = "".join(f"--- rank {r} rc={j.returncode}\n{j.log}" for r, j in enumerate(jobs))
+    save_log(name or args[0], " ".join(args) + f" at {world} ranks\n" + text)
+    if hung:
+        pytest.fail(f"{' '.join(args)} at {world} ranks hung (> {timeout} s):\n{text[-6000:]}")
+    return jobs
+
+
 def end_group(pgid: int) -> None:
     """Ends a job started in a session of its own: SIGTERM to its process
     group (torchrun ends its workers), SIGKILL to what is left; by group id,

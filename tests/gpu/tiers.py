@@ -71,7 +71,8 @@ def soak(scale: str, estimate_s: int) -> Job:
 
 def processes(worlds: str, iters: str, estimate_s: int) -> Job:
     return Job(f"processes (placement {worlds} ranks x{iters})",
-               ("tests/gpu/test_fresh_process.py", "tests/gpu/test_symm_mem.py", "tests/gpu/test_placement.py"),
+               ("tests/gpu/test_fresh_process.py", "tests/gpu/test_torch215_hooks.py", "tests/gpu/test_symm_mem.py",
+                "tests/gpu/test_placement.py"),
                {"NCCL_CORE_PLACEMENT_WORLDS": worlds, "NCCL_CORE_PLACEMENT_ITERS": iters}, workers=4,
                estimate_s=estimate_s)
 

@@ -1,0 +1,26 @@
+// Who is in a reconfigured group (torch >= 2.15's dist._reconfigure): each
+// process's handle, which the program exchanges out of band, and the rank
+// each member takes.  Pure logic, no NCCL: every rank computes the same
+// answer from the same handles.
+#pragma once
+
+#include <string>
+#include <unordered_set>
+#include <variant>
+#include <vector>
+
+namespace nccl_core::membership {
+
+// A fresh handle for this process: "nccl_core:<host>:<pid>:<16 hex digits>".
+std::string new_handle();
+
+// The members in rank order: a list as given (its position is the rank), a
+// set sorted (the backend's choice, the same on every rank).  ValueError
+// for an empty list, a duplicate, or a string that is no nccl_core handle.
+std::vector<std::string> ranked(
+    const std::variant<std::unordered_set<std::string>, std::vector<std::string>>& handles);
+
+// `mine`'s rank among `members`; ValueError naming it when it is not one.
+int rank_of(const std::vector<std::string>& members, const std::string& mine);
+
+}  // namespace nccl_core::membership

@@ -1,0 +1,132 @@
+// Fault tolerance through torch >= 2.15's reconfigure contract
+// (init_process_group(enable_reconfigure=True), dist._get_reconfigure_handle,
+// dist._reconfigure): the group waits for reconfigure() before it has a
+// communicator; each reconfigure() ends the communicator it has (revoked,
+// then aborted: its pending works end with DistBackendError) and builds the
+// next one over the members the handles name, through the group's store.
+// The group object, its options and its hooks stay; its rank and size become
+// the new membership's, and its sequence numbers start again at 0 on every
+// member (a member that joins starts there too).
+#include <cstring>
+
+#include "backend/backend.h"
+#include "backend/membership.h"
+#include "failures/group_failures.h"
+#include "nccl/api.h"
+#include "nccl/newer.h"
+#include "op/errors.h"
+#include "util/checked.h"
+
+namespace nccl_core {
+
+#if NCCL_CORE_TORCH >= 215
+
+namespace {
+
+// The Work reconfigure() returns: the new communicator exists when it does.
+class FinishedWork final : public c10d::Work {
+ public:
+  explicit FinishedWork(int rank) : c10d::Work(rank, c10d::OpType::UNKNOWN) { finish(); }
+};
+
+}  // namespace
+
+bool Backend::supportsReconfigure() const {
+  return api::find_symbol("ncclCommRevoke") != nullptr;
+}
+
+c10d::ReconfigureHandle Backend::get_reconfigure_handle() const {
+  NCCL_CORE_CHECK_VALUE(options_->reconfigurable(),
+                        "nccl_core: get_reconfigure_handle needs a group made with "
+                        "init_process_group(enable_reconfigure=True)");
+  return handle_;
+}
+
+WorkPtr Backend::reconfigure(const c10d::ReconfigureOptions& opts) {
+  // Everything the caller gave is checked, alike on every rank, before the
+  // old communicator is touched: a refused call leaves the group as it was.
+  NCCL_CORE_CHECK_VALUE(options_->reconfigurable(),
+                        "nccl_core: reconfigure needs a group made with "
+                        "init_process_group(enable_reconfigure=True)");
+  auto revoke = api::require<newer::CommRevokeFn>("ncclCommRevoke", "reconfigure",
+                                                  newer::kRevokeVersion);
+  NCCL_CORE_CHECK_VALUE(!coalescing_, "nccl_core: reconfigure inside a coalescing block");
+  NCCL_CORE_CHECK_VALUE(used_uuids_.count(opts.uuid) == 0, "nccl_core reconfigure: uuid ",
+                        opts.uuid, " was used by this group before; pass a fresh one");
+  for (const auto& [key, value] : opts.hints) {
+    NCCL_CORE_CHECK_VALUE(false, "nccl_core reconfigure: unknown hint \"", key,
+                          "\" (nccl_core takes none)");
+  }
+  std::chrono::milliseconds timeout = opts.timeout.value_or(options_->timeout);
+  NCCL_CORE_CHECK_VALUE(timeout.count() > 0, "nccl_core reconfigure: timeout must be positive, got ",
+                        timeout.count(), " ms");
+  std::vector<std::string> members = membership::ranked(opts.handles);
+  int rank = membership::rank_of(members, handle_);
+  used_uuids_.insert(opts.uuid);
+
+  end_communicator(revoke, "nccl_core: the group is being reconfigured (uuid " +
+                               std::to_string(opts.uuid) + ")");
+  at::Device dev = device_ ? *device_ : pick_device(nullptr);
+  rank_ = rank;
+  size_ = static_cast<int>(members.size());
+  info_->label = (options_->group_name.empty() ? std::string("?") : options_->group_name) +
+                 " (rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+                 ", uuid " + std::to_string(opts.uuid) + ")";
+  try {
+    std::string key = "nccl_core/reconfigure/" + std::to_string(opts.uuid);
+    ncclUniqueId id;
+    if (rank_ == 0) {
+      id = Communicator::new_unique_id();
+      std::vector<uint8_t> bytes(sizeof(id));
+      std::memcpy(bytes.data(), &id, sizeof(id));
+      store_->set(key, bytes);
+    } else {
+      store_->wait({key}, timeout);
+      auto bytes = store_->get(key);
+      NCCL_CORE_CHECK_STATE(bytes.size() == sizeof(id), "nccl_core: malformed unique id in the store");
+      std::memcpy(&id, bytes.data(), sizeof(id));
+    }
+    std::lock_guard<std::mutex> lock(init_mutex_);
+    adopt(Communicator::create(id, size_, rank_, dev.index(), options_->config, timeout), dev);
+  } catch (const c10::Error&) {
+    throw;
+  } catch (...) {
+    rethrow_as_dist_error("nccl_core reconfigure");
+  }
+  announce(true);
+  return c10::make_intrusive<FinishedWork>(rank_);
+}
+
+void Backend::end_communicator(newer::CommRevokeFn* revoke, const std::string& why) {
+  retire_registrations();
+  if (comm_ && comm_->is_live()) {
+    // In-flight operations stop where NCCL can stop them; the abort below
+    // ends the rest, and frees the communicator without waiting for peers.
+    try {
+      (void)revoke(comm_->get(), 0);
+    } catch (...) {
+    }
+  }
+  if (failures_->started()) {
+    failures_->fail_pending(why, Watchdog::Release::kAbortNow);
+  }
+  if (comm_) {
+    comm_->abort();
+  }
+  failures_->stop_watchdog();
+  // A new generation: what the old communicator's failures knew is theirs.
+  redops_.clear();
+  fast_.reset();
+  comm_.reset();
+  info_ = std::make_shared<GroupInfo>();
+  info_->before_abort = [hooks = abort_hooks_] { hooks->run_once("a blocking wait's abort"); };
+  failures_ = std::make_unique<GroupFailures>(info_, options_->trace_buffer_size, abort_hooks_);
+  abort_hooks_->rearm();
+  seq_ = 0;
+  collectives_ = 0;
+  announced_ = false;
+}
+
+#endif  // NCCL_CORE_TORCH >= 215
+
+}  // namespace nccl_core
