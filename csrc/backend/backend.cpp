@@ -11,7 +11,6 @@
 #include <cstring>
 #include <thread>
 
-#include "backend/membership.h"
 #include "tooling/comm_listener.h"
 #include "op/errors.h"
 #include "registration/segment_registry.h"
@@ -29,8 +28,7 @@ Backend::Backend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
       options_(options ? std::move(options) : c10::make_intrusive<GroupOptions>()),
       info_(std::make_shared<GroupInfo>()),
       hooks_(std::make_unique<CompletionHooks>()),
-      abort_hooks_(std::make_shared<AbortHooks>()),
-      handle_(membership::new_handle()) {
+      abort_hooks_(std::make_shared<AbortHooks>()) {
   NCCL_CORE_CHECK_VALUE(size > 0 && rank >= 0 && rank < size,
                     "nccl_core: invalid rank ", rank, " for group size ", size);
   NCCL_CORE_CHECK_VALUE(options_->error_handling >= 0 && options_->error_handling <= 3,

@@ -24,7 +24,6 @@
 #include <string>
 #include <unordered_map>
 #include <tuple>
-#include <unordered_set>
 
 #if NCCL_CORE_TORCH >= 215
 #include <torch/csrc/distributed/c10d/Hooks.hpp>
@@ -34,6 +33,7 @@
 #endif
 
 #include "backend/call_args.h"
+#include "backend/membership.h"
 #include "backend/options.h"
 #include "backend/work.h"
 #include "comm/communicator.h"
@@ -61,8 +61,7 @@ class Backend : public c10d::Backend {
   bool supportsSplitting() const override { return true; }
   bool supportsCoalescing() const override { return true; }
   bool supportsShrinking() const override { return true; }
-  // dist.shrink_group: ncclCommShrink (NCCL_SHRINK_DEFAULT / NCCL_SHRINK_ABORT).
-  BackendPtr shrink(const std::vector<int64_t>& ranks_to_exclude, int shrink_flags,
+  BackendPtr shrink(const std::vector<int64_t>& ranks_to_exclude, int shrink_flags,  // ncclCommShrink
                     const BackendOptionsPtr& opts_override) override;
   BackendPtr split(const c10::intrusive_ptr<c10d::Store>& store, const std::vector<int>& ranks,
                    const BackendOptionsPtr& opts) override;
@@ -71,18 +70,9 @@ class Backend : public c10d::Backend {
   uint64_t getSequenceNumberForGroup() override;
   void setSequenceNumberForGroup() override;
   c10d::ErrorType getError() override;
-  // abort(): the program's abort hooks first, then abort_communicator().
-  void abort() override;
+  void abort() override;  // the program's abort hooks first, then abort_communicator()
   void shutdown() override;
-  // A CUDA device with an index, the communicator's where it exists.
-  void setBoundDeviceId(std::optional<at::Device> device) NCCL_CORE_OVERRIDE_215;
-#if NCCL_CORE_TORCH >= 215
-  // Whether the communicator exists (torch's split_group asks the parent).
-  bool isInitialized() override { return has_communicator(); }
-  bool supportsAbortHooks() const override { return true; }
-  void registerAbortHook(int64_t hook_id, c10d::AbortHook hook) override;
-  void unregisterAbortHook(int64_t hook_id) override;
-#endif
+  void setBoundDeviceId(std::optional<at::Device> d) NCCL_CORE_OVERRIDE_215;  // the comm's device
 
   // --- collectives.cpp, gathers.cpp ---------------------------------------
   WorkPtr broadcast(Tensors& t, const c10d::BroadcastOptions& o) override;
@@ -91,15 +81,10 @@ class Backend : public c10d::Backend {
   WorkPtr reduce(Tensors& t, const c10d::ReduceOptions& o) override;
   WorkPtr allgather(TensorLists& out, Tensors& in, const c10d::AllgatherOptions& o) override;
   WorkPtr _allgather_base(at::Tensor& out, at::Tensor& in, const c10d::AllgatherOptions& o) override;
-  WorkPtr allgather_coalesced(TensorLists& out, Tensors& in,
-                              const c10d::AllgatherOptions& o) override;
+  WorkPtr allgather_coalesced(TensorLists& out, Tensors& in, const c10d::AllgatherOptions& o) override;
   WorkPtr allgather_into_tensor_coalesced(Tensors& out, Tensors& in,
                                           const c10d::AllgatherOptions& o) override;
   WorkPtr gather(TensorLists& out, Tensors& in, const c10d::GatherOptions& o) override;
-#if NCCL_CORE_TORCH >= 215
-  // dist.gather_single (ncclGather into one flat tensor on the root).
-  WorkPtr gather_into_tensor(at::Tensor& out, at::Tensor& in, const c10d::GatherOptions& o) override;
-#endif
   WorkPtr scatter(Tensors& out, TensorLists& in, const c10d::ScatterOptions& o) override;
   WorkPtr reduce_scatter(Tensors& out, TensorLists& in, const c10d::ReduceScatterOptions& o) override;
   WorkPtr _reduce_scatter_base(at::Tensor& out, at::Tensor& in,
@@ -124,45 +109,39 @@ class Backend : public c10d::Backend {
   bool supportsTensorAlloc(c10::DeviceIndex device) override;
   void register_mem_pool(at::cuda::MemPool* pool, bool symm = false);
   void deregister_mem_pool(at::cuda::MemPool* pool);
-  // (segments, bytes, windows) registered now, of `pool` if given (tests).
+  // (segments, bytes, windows) registered now, of `pool` if given (tests):
   std::tuple<size_t, size_t, size_t> registered_segments(at::cuda::MemPool* pool) const;
 
   // --- torch_tools.cpp: what torch's NCCL users reach for ------------------
   void enableCollectivesTiming() override;  // op_timing.h
   bool timing_enabled() const { return timing_.load(std::memory_order_relaxed); }
-  void registerOnCompletionHook(
-      std::function<void(std::shared_ptr<c10d::WorkInfo>)>&& hook) override;
+  void registerOnCompletionHook(std::function<void(std::shared_ptr<c10d::WorkInfo>)>&& hook) override;
   void waitForPendingWorks() override;  // every op issued so far has ended
-  // torch's _time_estimator: ops in between are simulated by NCCL, never run.
-  bool supportsTimeEstimation() const override { return true; }
+  bool supportsTimeEstimation() const override { return true; }  // ops in between only simulated
   void startTimeEstimate() NCCL_CORE_OVERRIDE_215;
   float endTimeEstimate() NCCL_CORE_OVERRIDE_215;
+
+  // --- torch >= 2.15's hooks: torch_tools.cpp, gathers.cpp, reconfigure.cpp,
+  // group_window.cpp --------------------------------------------------------
 #if NCCL_CORE_TORCH >= 215
   void addEphemeralTimeout(const std::chrono::milliseconds& t) override { failures_->ephemeral().add(t); }
   bool supportsCompletionHooks() const override { return true; }
   void registerCompletionHook(int64_t hook_id, c10d::CompletionHook hook) override;
   void unregisterCompletionHook(int64_t hook_id) override;
-  // ncclCommMemStats, ncclCommSuspend(NCCL_SUSPEND_MEM), ncclCommResume (NCCL >= 2.29.7).
-  std::unordered_map<std::string, uint64_t> getMemoryStats() override;
+  bool supportsAbortHooks() const override { return true; }
+  void registerAbortHook(int64_t hook_id, c10d::AbortHook hook) override;
+  void unregisterAbortHook(int64_t hook_id) override;
+  std::unordered_map<std::string, uint64_t> getMemoryStats() override;  // NCCL >= 2.29.7 ...
   void suspend() override { live_comm("suspend").suspend(newer::kSuspendMem); }
-  void resume() override { live_comm("resume").resume(); }
-#endif
-
-  // --- reconfigure.cpp: fault tolerance (enable_reconfigure=True) ----------
-#if NCCL_CORE_TORCH >= 215
+  void resume() override { live_comm("resume").resume(); }  // ... as suspend, resume
+  bool isInitialized() override { return has_communicator(); }  // split_group asks the parent
+  WorkPtr gather_into_tensor(at::Tensor& out, at::Tensor& in,  // dist.gather_single
+                             const c10d::GatherOptions& o) override;
   bool supportsReconfigure() const override;  // ncclCommRevoke is there (2.28.7)
   c10d::ReconfigureHandle get_reconfigure_handle() const override;
   WorkPtr reconfigure(const c10d::ReconfigureOptions& opts) override;
-#endif
-
-  // --- group_window.cpp: one-sided windows (dist._new_window) ---------------
-#if NCCL_CORE_TORCH >= 215
   bool supportsWindow() const override { return true; }
   c10::intrusive_ptr<c10d::Window> new_window(const std::optional<at::Tensor>& tensor) override;
-  // A window's put / signal (`sends`) or wait_signal as a Work: `fn` enqueues
-  // it on the stream launch picks (launch.h).
-  WorkPtr one_sided(bool sends, std::vector<at::Tensor> inputs, CallOpts call, const char* what,
-                    const std::function<void(Communicator&, cudaStream_t)>& fn);
 #endif
 
   // --- beyond c10d ----------------------------------------------------------
@@ -171,11 +150,9 @@ class Backend : public c10d::Backend {
   Communicator& live_comm(const char* what) const;
   bool has_communicator() const { return comm_ != nullptr; }
   GroupFailures& failures() { return *failures_; }
-  // Our NVLink kernels' engine (its paths and counters); null where no path is on.
-  const nvlink::Engine* fast_engine() const { return fast_ ? &fast_->engine : nullptr; }
-  // new_group: non-members split with no color; members split `parent`.
-  void perform_nocolor_split(std::optional<at::Device> device);
-  void set_split_source(c10::intrusive_ptr<Backend> parent, int color);
+  const nvlink::Engine* fast_engine() const { return fast_ ? &fast_->engine : nullptr; }  // or null
+  void perform_nocolor_split(std::optional<at::Device> device);  // new_group's non-members
+  void set_split_source(c10::intrusive_ptr<Backend> parent, int color);  // and its members
   const c10::intrusive_ptr<GroupOptions>& options() const { return options_; }
   c10::cuda::CUDAStream stream();
   size_t pending_works() const;
@@ -193,17 +170,17 @@ class Backend : public c10d::Backend {
   void announce(bool up);  // to the communicator listener: up, or about to go
   void retire_registrations();  // segment registrations stop; announce(false)
   void check_healthy() const;
-  // Pending works fail, the communicator aborts, the watchdog stops.
-  void abort_communicator();
+  void abort_communicator();  // pending works fail, the communicator aborts, the watchdog stops
 #if NCCL_CORE_TORCH >= 215
-  // reconfigure(): the communicator is revoked and aborted, its pending works
-  // fail with `why`, and the group's per-communicator state starts afresh.
-  void end_communicator(newer::CommRevokeFn* revoke, const std::string& why);
+  friend class GroupWindow;  // its put / signal (`sends`) and wait_signal as Works:
+  WorkPtr one_sided(bool sends, Tensors inputs, CallOpts call, const char* what,
+                    const std::function<void(Communicator&, cudaStream_t)>& fn);
+  void end_communicator(newer::CommRevokeFn* revoke, const std::string& why);  // reconfigure
 #endif
   ncclRedOp_t reduce_op(const c10d::ReduceOp& op, const at::Tensor& t, ncclDataType_t type,
                         Work& work, const char* what);
   void destroy_redops();  // the PreMulSum ops, after the enqueue or the block
-  // The fast path, or nullptr (off, or in a coalescing block NCCL groups).
+  // The fast path, or nullptr (off, or in a coalescing block NCCL groups):
   nvlink::Engine* fast_path() const { return coalescing_ || !fast_ ? nullptr : &fast_->engine; }
   std::chrono::milliseconds timeout_of(std::chrono::milliseconds t) const;
   profiling::GroupDescription describe() const;  // record_param_comms
@@ -234,8 +211,7 @@ class Backend : public c10d::Backend {
   bool group_open_ = false;  // ncclGroupStart called for the open block
   c10::intrusive_ptr<Work> coalesced_;
   std::vector<ncclRedOp_t> redops_;
-  const std::string handle_;  // this process's reconfigure handle (membership.h)
-  std::unordered_set<int64_t> used_uuids_;  // reconfigure's uuids so far
+  membership::Generations generations_;  // reconfigure: this process's handle, uuids used
   std::mutex pool_mutex_;  // allocateTensor's caching pool, made at first use
   std::unique_ptr<at::cuda::MemPool> pool_;
 };

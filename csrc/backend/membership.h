@@ -4,6 +4,7 @@
 // answer from the same handles.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <unordered_set>
 #include <variant>
@@ -22,5 +23,11 @@ std::vector<std::string> ranked(
 
 // `mine`'s rank among `members`; ValueError naming it when it is not one.
 int rank_of(const std::vector<std::string>& members, const std::string& mine);
+
+// A group's reconfigure record: this process's handle, the uuids used so far.
+struct Generations {
+  const std::string handle = new_handle();
+  std::unordered_set<int64_t> used_uuids;
+};
 
 }  // namespace nccl_core::membership

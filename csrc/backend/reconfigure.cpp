@@ -39,7 +39,7 @@ c10d::ReconfigureHandle Backend::get_reconfigure_handle() const {
   NCCL_CORE_CHECK_VALUE(options_->reconfigurable(),
                         "nccl_core: get_reconfigure_handle needs a group made with "
                         "init_process_group(enable_reconfigure=True)");
-  return handle_;
+  return generations_.handle;
 }
 
 WorkPtr Backend::reconfigure(const c10d::ReconfigureOptions& opts) {
@@ -51,7 +51,7 @@ WorkPtr Backend::reconfigure(const c10d::ReconfigureOptions& opts) {
   auto revoke = api::require<newer::CommRevokeFn>("ncclCommRevoke", "reconfigure",
                                                   newer::kRevokeVersion);
   NCCL_CORE_CHECK_VALUE(!coalescing_, "nccl_core: reconfigure inside a coalescing block");
-  NCCL_CORE_CHECK_VALUE(used_uuids_.count(opts.uuid) == 0, "nccl_core reconfigure: uuid ",
+  NCCL_CORE_CHECK_VALUE(generations_.used_uuids.count(opts.uuid) == 0, "nccl_core reconfigure: uuid ",
                         opts.uuid, " was used by this group before; pass a fresh one");
   for (const auto& [key, value] : opts.hints) {
     NCCL_CORE_CHECK_VALUE(false, "nccl_core reconfigure: unknown hint \"", key,
@@ -61,8 +61,8 @@ WorkPtr Backend::reconfigure(const c10d::ReconfigureOptions& opts) {
   NCCL_CORE_CHECK_VALUE(timeout.count() > 0, "nccl_core reconfigure: timeout must be positive, got ",
                         timeout.count(), " ms");
   std::vector<std::string> members = membership::ranked(opts.handles);
-  int rank = membership::rank_of(members, handle_);
-  used_uuids_.insert(opts.uuid);
+  int rank = membership::rank_of(members, generations_.handle);
+  generations_.used_uuids.insert(opts.uuid);
 
   end_communicator(revoke, "nccl_core: the group is being reconfigured (uuid " +
                                std::to_string(opts.uuid) + ")");

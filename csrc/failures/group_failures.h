@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "failures/abort_hooks.h"
+#include "op/abort_hooks.h"
 #include "failures/ephemeral_timeout.h"
 #include "failures/error_policy.h"
 #include "failures/flight_recorder.h"

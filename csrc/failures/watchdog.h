@@ -53,7 +53,7 @@ class Watchdog {
     // found finished when the watchdog stops.
     std::function<void(OpState&)> on_done;
     // Before a failure aborts the communicator or ends the process: the
-    // program's abort hooks (abort_hooks.h).
+    // program's abort hooks (op/abort_hooks.h).
     std::function<void()> before_abort;
   };
   // `heartbeat`: how long the thread may go without a sweep before the

@@ -17,7 +17,7 @@ class Communicator;
 class GroupInfo {
  public:
   std::string label;  // "name (rank r of n)", for error reports
-  // The program's abort hooks (failures/abort_hooks.h), for a blocking wait
+  // The program's abort hooks (op/abort_hooks.h), for a blocking wait
   // that aborts the communicator on its timeout; null where none are set up.
   std::function<void()> before_abort;
 

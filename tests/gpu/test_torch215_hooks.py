@@ -19,11 +19,13 @@ SCENARIOS = ["gather_single", "window", "abort_hook", "reconfigure"]
 
 @pytest.mark.parametrize("world", [2, 3])
 @pytest.mark.parametrize("scenario", SCENARIOS)
-def test_torch215_hook(scenario, world):
+def test_torch215_hook(scenario, world, tmp_path):
     if not TORCH_215:
         pytest.skip(f"torch {torch.__version__}: these Backend hooks arrived in torch 2.15")
     launch.require(world)
-    env = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "2"} if scenario == "abort_hook" else {}
+    env = {}
+    if scenario == "abort_hook":
+        env = {"TORCH_NCCL_ASYNC_ERROR_HANDLING": "2", "NCCL_CORE_TEST_FR_DIR": str(tmp_path)}
     jobs = launch.spawn(["tests/gpu/torch215_process.py", scenario], world, env=env, timeout=240,
                         name=f"torch215_{scenario}_{world}")
     log = "".join(f"--- rank {r} rc={j.returncode}\n{j.log[-4000:]}" for r, j in enumerate(jobs))

@@ -1,4 +1,4 @@
-#include "failures/abort_hooks.h"
+#include "op/abort_hooks.h"
 
 #include <cstdio>
 #include <exception>
