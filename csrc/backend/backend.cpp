@@ -278,7 +278,10 @@ c10d::ErrorType Backend::getError() {
 }
 
 void Backend::abort() {
-  failures_->abort_hooks().run_once("abort()");  // before anything is torn down
+  // Later calls raise at once, while the program's abort hooks (which may
+  // take seconds: torch's flight-recorder dump) run before anything is torn down.
+  failures_->record_error("process group aborted");
+  failures_->abort_hooks().run_once("abort()");
   abort_communicator();
 }
 

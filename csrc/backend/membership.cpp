@@ -64,4 +64,16 @@ int rank_of(const std::vector<std::string>& members, const std::string& mine) {
   return static_cast<int>(it - members.begin());
 }
 
+std::vector<std::string> staying(const std::vector<std::string>& next,
+                                 const std::vector<std::string>& now, const std::string& mine) {
+  std::unordered_set<std::string> current(now.begin(), now.end());
+  std::vector<std::string> out;
+  for (const auto& h : next) {
+    if (h != mine && current.count(h) != 0) {
+      out.push_back(h);
+    }
+  }
+  return out;
+}
+
 }  // namespace nccl_core::membership

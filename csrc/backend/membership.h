@@ -24,10 +24,17 @@ std::vector<std::string> ranked(
 // `mine`'s rank among `members`; ValueError naming it when it is not one.
 int rank_of(const std::vector<std::string>& members, const std::string& mine);
 
-// A group's reconfigure record: this process's handle, the uuids used so far.
+// The members of `next` that are members of `now` too, `mine` aside: those
+// that leave the current communicator together with this process.
+std::vector<std::string> staying(const std::vector<std::string>& next,
+                                 const std::vector<std::string>& now, const std::string& mine);
+
+// A group's reconfigure record: this process's handle, the uuids used so far,
+// the members of its communicator (in rank order; none before the first).
 struct Generations {
   const std::string handle = new_handle();
   std::unordered_set<int64_t> used_uuids;
+  std::vector<std::string> members;
 };
 
 }  // namespace nccl_core::membership

@@ -1,13 +1,17 @@
 // Fault tolerance through torch >= 2.15's reconfigure contract
 // (init_process_group(enable_reconfigure=True), dist._get_reconfigure_handle,
 // dist._reconfigure): the group waits for reconfigure() before it has a
-// communicator; each reconfigure() ends the communicator it has (revoked,
-// then aborted: its pending works end with DistBackendError) and builds the
-// next one over the members the handles name, through the group's store.
+// communicator; each reconfigure() ends the communicator it has (the members
+// that stay hand it over together, then it is revoked and aborted: its
+// pending works end with DistBackendError) and builds the next one over the
+// members the handles name, through the group's store.
 // The group object, its options and its hooks stay; its rank and size become
 // the new membership's, and its sequence numbers start again at 0 on every
 // member (a member that joins starts there too).
+#include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "backend/backend.h"
 #include "backend/membership.h"
@@ -28,6 +32,33 @@ class FinishedWork final : public c10d::Work {
  public:
   explicit FinishedWork(int rank) : c10d::Work(rank, c10d::OpType::UNKNOWN) { finish(); }
 };
+
+// How long a healthy communicator's own pending works may take to end once
+// every member that stays has arrived: whatever can still complete does so
+// at once; what cannot (a collective a peer never joined) fails after this.
+constexpr std::chrono::milliseconds kDrainGrace{5000};
+
+// Posts this process's `step` of `uuid`'s hand-over under `base`, then (where
+// it waits) waits, bounded, for every handle in `others` to post it too.  A
+// member that never does (gone since) costs the timeout, not a hang.
+void hand_over_step(c10d::Store& store, const std::string& base, const char* step,
+                    const std::string& mine, const std::vector<std::string>& others, bool wait,
+                    std::chrono::milliseconds timeout) {
+  store.set(base + step + "/" + mine, std::vector<uint8_t>{1});
+  if (!wait || others.empty()) {
+    return;
+  }
+  std::vector<std::string> keys;
+  for (const auto& h : others) {
+    keys.push_back(base + step + "/" + h);
+  }
+  try {
+    store.wait(keys, timeout);
+  } catch (const std::exception&) {
+    // A member that stays did not reach reconfigure in time: it is gone,
+    // and nothing of this process's is left for it.
+  }
+}
 
 }  // namespace
 
@@ -64,6 +95,23 @@ WorkPtr Backend::reconfigure(const c10d::ReconfigureOptions& opts) {
   int rank = membership::rank_of(members, generations_.handle);
   generations_.used_uuids.insert(opts.uuid);
 
+  // The members that stay leave a live communicator together: a rank whose
+  // collective ended locally may still have its last sends on the wire (a
+  // socket transport hands them to a proxy), and revoking them would cut a
+  // peer's collective short.  So every one of them arrives, lets its own
+  // pending works end, and only then does any of them revoke.  A rank whose
+  // communicator failed has nothing on the wire: it posts its steps and goes on.
+  const std::string base = "nccl_core/reconfigure/" + std::to_string(opts.uuid) + "/";
+  const bool live = comm_ && comm_->is_live() && !failures_->failed();
+  const auto others = membership::staying(members, generations_.members, generations_.handle);
+  hand_over_step(*store_, base, "arrived", generations_.handle, others, live, timeout);
+  if (live && failures_->started()) {
+    auto deadline = std::chrono::steady_clock::now() + std::min(timeout, kDrainGrace);
+    while (!failures_->watchdog()->drained() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  hand_over_step(*store_, base, "drained", generations_.handle, others, live, timeout);
   end_communicator(revoke, "nccl_core: the group is being reconfigured (uuid " +
                                std::to_string(opts.uuid) + ")");
   at::Device dev = device_ ? *device_ : pick_device(nullptr);
@@ -93,6 +141,7 @@ WorkPtr Backend::reconfigure(const c10d::ReconfigureOptions& opts) {
   } catch (...) {
     rethrow_as_dist_error("nccl_core reconfigure");
   }
+  generations_.members = std::move(members);
   announce(true);
   return c10::make_intrusive<FinishedWork>(rank_);
 }

@@ -299,18 +299,30 @@ void Watchdog::handle(const std::string& msg, bool explain, uint64_t at,
       report += std::string("\n(desync report failed: ") + e.what() + ")";
     }
   }
-  if ((aborts || policy_.tears_down()) && hooks_.before_abort) {
-    hooks_.before_abort();  // while the state they capture still exists
-  }
+  // The program's abort hooks run while the state they capture exists, and
+  // may take seconds (torch's flight-recorder dump): the error is the group's
+  // before they start, so no program thread goes on as if nothing failed.
+  auto run_abort_hooks = [this] {
+    if (hooks_.before_abort) {
+      hooks_.before_abort();
+    }
+  };
   if (policy_.tears_down()) {
     // Policies 1 and 3: nothing is aborted first, so no stuck kernel leaves
-    // before the process ends (error_policy.h).
+    // before the process ends (error_policy.h); a program thread that would
+    // see the error waits for the end.
+    begin_tear_down();
+    if (hooks_.on_error) {
+      hooks_.on_error(report);
+    }
+    run_abort_hooks();
     tear_down(report);
   }
   // Policies 0 and 2: the program sees the error; the report is logged now,
   // and the process ends if no program thread raises it in time.
   log_report(report);
   if (policy_.aborts_at_once()) {
+    run_abort_hooks();
     fail_all(report, Release::kAbortNow);
     if (comm) {
       comm->abort();
@@ -318,7 +330,10 @@ void Watchdog::handle(const std::string& msg, bool explain, uint64_t at,
   } else {
     fail_all(report, aborts ? Release::kAbortWhenRaised : Release::kKeep);
     if (aborts && comm && group_) {
-      group_->abort_when_raised(comm);
+      group_->abort_when_raised(comm);  // whose abort runs the hooks first (group_info.h)
+    }
+    if (aborts) {
+      run_abort_hooks();
     }
   }
   if (!unraised_ && !(group_ && group_->raised())) {

@@ -19,6 +19,9 @@ bool GroupInfo::mark_raised() {
     std::lock_guard<std::mutex> lock(mutex_);
     due.swap(deferred_);
   }
+  if (!due.empty() && before_abort) {
+    before_abort();  // the program's abort hooks, once: before the communicator goes
+  }
   for (auto& weak : due) {
     if (auto comm = weak.lock()) {
       comm->abort();  // idempotent; ends the kernels that waited for peers

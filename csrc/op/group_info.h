@@ -17,8 +17,9 @@ class Communicator;
 class GroupInfo {
  public:
   std::string label;  // "name (rank r of n)", for error reports
-  // The program's abort hooks (op/abort_hooks.h), for a blocking wait
-  // that aborts the communicator on its timeout; null where none are set up.
+  // The program's abort hooks (op/abort_hooks.h), for the aborts that happen
+  // in a program thread (a blocking wait's timeout, an error raised under
+  // policy 2); null where none are set up.
   std::function<void()> before_abort;
 
   // The watchdog failed the group under policy 2: `comm` is aborted once the

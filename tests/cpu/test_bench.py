@@ -346,7 +346,9 @@ def test_progress_off_on_other_ranks():
 def _env(**extra):
     env = {k: v for k, v in os.environ.items() if k not in ("RANK", "WORLD_SIZE", "LOCAL_RANK",
                                                             "MASTER_ADDR", "MASTER_PORT")}
-    env.update(TORCH_DEVICE_BACKEND_AUTOLOAD="0", PYTHONPATH=ROOT, **extra)
+    # The repo first, then what the caller's path held (another torch, staged).
+    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
+    env.update(TORCH_DEVICE_BACKEND_AUTOLOAD="0", PYTHONPATH=path, **extra)
     return env
 
 

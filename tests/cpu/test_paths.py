@@ -138,7 +138,9 @@ def test_render_and_the_bench_print_the_table():
     assert text.count("\n") == len(paths.table()) + 1
     assert "| 2 | 1 MiB, every op | off | 2 MiB - 16 MiB | never |" in text
     assert "| 3-4 | 1 MiB, every op | off | 2 MiB (eager 4 MiB) - 8 MiB |" in text
-    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0", PYTHONPATH=ROOT)
+    # The repo first, then what the caller's path held (another torch, staged).
+    path = os.pathsep.join(p for p in (ROOT, os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, TORCH_DEVICE_BACKEND_AUTOLOAD="0", PYTHONPATH=path)
     for module in ("nccl_core_backend.paths", "nccl_core_backend.bench"):
         argv = [sys.executable, "-m", module] + (["--paths"] if module.endswith("bench") else [])
         p = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)

@@ -76,12 +76,20 @@ def free_port() -> int:
 # fast_path_by_mode_from_the_path_table and torch's suite.
 SUITE_FAST_PATH = {"NCCL_CORE_EAGER_FAST_PATH_MAX_BYTES": str(256 << 10)}
 
+# torch >= 2.15 attaches its flight recorder to every group, which dumps its
+# trace through the backend's abort hooks before a failing process ends; with
+# C++ stack traces (its default) the dump takes seconds, which the error-mode
+# bounds on the time a fault costs would count as ours.  The dump itself still
+# runs (torch215_process.py's abort_hook checks it).
+FLIGHT_RECORDER = {"TORCH_INCLUDE_STACK_TRACE": "0"}
+
 
 def env_for(extra: dict | None = None) -> dict:
     """The job's environment: this one, NVLink multicast off, the suite's
-    fast-path limit unless set, the repo on the path, and `extra` (a value of
-    None removes the variable)."""
-    env = dict(SUITE_FAST_PATH, **os.environ)
+    fast-path limit and the flight recorder's dump without stack traces unless
+    set, the repo on the path, and `extra` (a value of None removes the
+    variable)."""
+    env = dict(SUITE_FAST_PATH, **FLIGHT_RECORDER, **os.environ)
     env.update(PYTHONUNBUFFERED="1", **NO_MULTICAST)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     for name, value in (extra or {}).items():

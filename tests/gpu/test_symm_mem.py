@@ -16,8 +16,9 @@ pytestmark = pytest.mark.gpu
 def test_symmetric_memory_over_nccl_core(backend):
     world = 2  # torch's rendezvous needs 2 or more ranks
     launch.require(world)
-    if launch.simulated(world) and backend != "NCCL":
-        pytest.skip(f"torch's {backend} symmetric memory maps peers' memory over NVLink (CUDA IPC); "
+    if launch.simulated(world):
+        how = "NCCL's LSA windows" if backend == "NCCL" else "CUDA IPC"
+        pytest.skip(f"torch's {backend} symmetric memory maps peers' memory over NVLink ({how}); "
                     "simulated hosts on one GPU have no NVLink peers")
     job = launch.torchrun(["tests/gpu/symm_mem_process.py", backend], world, timeout=180,
                           name=f"symm_mem_{backend}")

@@ -84,7 +84,12 @@ def checked_sum(group, n: int, dtype: torch.dtype, salt: int, device) -> None:
     the dtype as NCCL's integer sums wrap)."""
     me, size = group.rank(), group.size()
     x = data(me, n, dtype, salt).to(device)
-    dist.all_reduce(x, group=group)
+    work = dist.all_reduce(x, group=group, async_op=True)
+    work.wait()
+    torch.cuda.synchronize(device)
+    # A reconfigurable group's failure aborts at once: a result is only a
+    # result if its work succeeded.
+    assert work.is_success(), f"all_reduce of {n} {dtype} at {size} ranks failed: {work.exception()}"
     got = x.cpu()
     parts = [data(r, n, dtype, salt) for r in range(size)]
     if dtype.is_floating_point:
@@ -247,8 +252,9 @@ def abort_hook(rank: int, world: int, device: torch.device) -> None:
         deadline = time.time() + 60
         while not work.is_completed() and time.time() < deadline:
             time.sleep(0.05)
-        assert calls == ["g2", "g3", "world"], calls  # before the work failed
+        # Raising the error aborts the communicator, after the hooks ran.
         expect(dist.DistBackendError, work.wait, "timeout")
+        assert calls == ["g2", "g3", "world"], calls
         store.set("abort_hook/world", "1")
     else:
         store.wait(["abort_hook/world"], datetime.timedelta(seconds=90))

@@ -305,7 +305,10 @@ def fast_path_plain_call_work_without_end_event(ctx):
     work = g.allreduce([t], opts)
     work.wait()
     _expect_taken(ctx, g, before + 1, "a plain call through ProcessGroup.allreduce")
-    if g._get_backend(d)._pending_works() != 0:
+    # torch >= 2.15's flight recorder hooks every group's completions, and a
+    # group with completion hooks has its watchdog see every op end.
+    recorded = g in getattr(dist.distributed_c10d._world, "pg_flight_recorder_hooks", {})
+    if not recorded and g._get_backend(d)._pending_works() != 0:
         fail("a plain fast-path call left a work for the watchdog")
     torch.cuda.synchronize(d)
     deadline = time.time() + 10

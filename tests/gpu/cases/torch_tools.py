@@ -287,7 +287,8 @@ def tools_time_estimate(ctx):
     be = _backend(g)
     supports = getattr(be, "supports_time_estimate", None)
     if supports is None:
-        supports = be._supports_time_estimate()
+        supports = be._supports_time_estimate  # a method before torch 2.15, a property since
+        supports = supports() if callable(supports) else supports
     if not supports:
         fail("supports_time_estimate is False")
     dist.all_reduce(torch.ones(4, device=ctx.device), group=g)  # a real communicator
