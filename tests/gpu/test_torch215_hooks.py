@@ -1,4 +1,4 @@
-"""torch215_process.py's scenarios at 2 and 3 ranks (simulated hosts where
+"""torch215_process.py's scenarios at 2 and 3 ranks (and 1; simulated hosts where
 the GPUs are fewer): the Backend hooks torch >= 2.15 added (gather_single,
 windows, abort hooks, reconfigure).  Each scenario's ranks are processes of
 their own with no agent, so that the reconfigure scenario's victim can die
@@ -17,8 +17,12 @@ TORCH_215 = tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]
 SCENARIOS = ["gather_single", "window", "abort_hook", "reconfigure"]
 
 
-@pytest.mark.parametrize("world", [2, 3])
-@pytest.mark.parametrize("scenario", SCENARIOS)
+# Each at 2 and 3 ranks; those that need no peer also at one rank, where a
+# window's one-sided calls reach the rank itself on every transport.
+CASES = [(s, w) for s in SCENARIOS for w in (2, 3)] + [("gather_single", 1), ("window", 1)]
+
+
+@pytest.mark.parametrize("scenario,world", CASES)
 def test_torch215_hook(scenario, world, tmp_path):
     if not TORCH_215:
         pytest.skip(f"torch {torch.__version__}: these Backend hooks arrived in torch 2.15")
