@@ -148,6 +148,11 @@ WorkPtr Backend::reconfigure(const c10d::ReconfigureOptions& opts) {
 
 void Backend::end_communicator(newer::CommRevokeFn* revoke, const std::string& why) {
   retire_registrations();
+  // Pending works fail first: revoking lets their kernels leave, and a
+  // watchdog sweep in between would take an end event for success.
+  if (failures_->started()) {
+    failures_->fail_pending(why, Watchdog::Release::kKeep);
+  }
   if (comm_ && comm_->is_live()) {
     // In-flight operations stop where NCCL can stop them; the abort below
     // ends the rest, and frees the communicator without waiting for peers.
@@ -155,9 +160,6 @@ void Backend::end_communicator(newer::CommRevokeFn* revoke, const std::string& w
       (void)revoke(comm_->get(), 0);
     } catch (...) {
     }
-  }
-  if (failures_->started()) {
-    failures_->fail_pending(why, Watchdog::Release::kAbortNow);
   }
   if (comm_) {
     comm_->abort();
