@@ -129,21 +129,10 @@ void Backend::create_communicator(at::Device dev) {
       comm = split_parent_->communicator(dev)->split(
           split_color_, rank_, options_->config, options_->timeout);
     } else {
-      // Rank 0 publishes a fresh unique id; the store is already prefixed
-      // per group, so a counter is enough to keep keys apart.
-      std::string key = "nccl_core/uid/" + std::to_string(uid_counter_++);
-      ncclUniqueId id;
-      if (rank_ == 0) {
-        id = Communicator::new_unique_id();
-        std::vector<uint8_t> bytes(sizeof(id));
-        std::memcpy(bytes.data(), &id, sizeof(id));
-        store_->set(key, bytes);
-      } else {
-        auto bytes = store_->get(key);
-        NCCL_CORE_CHECK_STATE(bytes.size() == sizeof(id),
-                    "nccl_core: malformed unique id in the store");
-        std::memcpy(&id, bytes.data(), sizeof(id));
-      }
+      // The store is already prefixed per group, so a counter is enough to
+      // keep keys apart.
+      ncclUniqueId id = unique_id("nccl_core/uid/" + std::to_string(uid_counter_++),
+                                  options_->timeout);
       comm = Communicator::create(id, size_, rank_, dev.index(),
                                   options_->config, options_->timeout);
     }
@@ -153,6 +142,22 @@ void Backend::create_communicator(at::Device dev) {
   } catch (...) {
     rethrow_as_dist_error("nccl_core: communicator initialisation");
   }
+}
+
+ncclUniqueId Backend::unique_id(const std::string& key, std::chrono::milliseconds timeout) {
+  ncclUniqueId id;
+  if (rank_ == 0) {
+    id = Communicator::new_unique_id();
+    std::vector<uint8_t> bytes(sizeof(id));
+    std::memcpy(bytes.data(), &id, sizeof(id));
+    store_->set(key, bytes);
+    return id;
+  }
+  store_->wait({key}, timeout);
+  auto bytes = store_->get(key);
+  NCCL_CORE_CHECK_STATE(bytes.size() == sizeof(id), "nccl_core: malformed unique id in the store");
+  std::memcpy(&id, bytes.data(), sizeof(id));
+  return id;
 }
 
 void Backend::adopt(std::shared_ptr<Communicator> comm, at::Device device) {

@@ -165,6 +165,8 @@ class Backend : public c10d::Backend {
                  CallOpts call, const char* what, Fn&& fn);
   at::Device pick_device(const at::Tensor* t) const;
   void create_communicator(at::Device dev);  // under init_mutex_
+  // Rank 0 publishes a fresh unique id under `key`; the others wait for it.
+  ncclUniqueId unique_id(const std::string& key, std::chrono::milliseconds timeout);
   void adopt(std::shared_ptr<Communicator> comm, at::Device device);
   std::shared_ptr<Communicator> pool_communicator(at::cuda::MemPool* pool, const char* what);
   void announce(bool up);  // to the communicator listener: up, or about to go

@@ -10,7 +10,6 @@
 // member (a member that joins starts there too).
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 #include <thread>
 
 #include "backend/backend.h"
@@ -121,19 +120,7 @@ WorkPtr Backend::reconfigure(const c10d::ReconfigureOptions& opts) {
                  " (rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
                  ", uuid " + std::to_string(opts.uuid) + ")";
   try {
-    std::string key = "nccl_core/reconfigure/" + std::to_string(opts.uuid);
-    ncclUniqueId id;
-    if (rank_ == 0) {
-      id = Communicator::new_unique_id();
-      std::vector<uint8_t> bytes(sizeof(id));
-      std::memcpy(bytes.data(), &id, sizeof(id));
-      store_->set(key, bytes);
-    } else {
-      store_->wait({key}, timeout);
-      auto bytes = store_->get(key);
-      NCCL_CORE_CHECK_STATE(bytes.size() == sizeof(id), "nccl_core: malformed unique id in the store");
-      std::memcpy(&id, bytes.data(), sizeof(id));
-    }
+    ncclUniqueId id = unique_id("nccl_core/reconfigure/" + std::to_string(opts.uuid), timeout);
     std::lock_guard<std::mutex> lock(init_mutex_);
     adopt(Communicator::create(id, size_, rank_, dev.index(), options_->config, timeout), dev);
   } catch (const c10::Error&) {
