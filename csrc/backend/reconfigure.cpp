@@ -10,6 +10,7 @@
 // member (a member that joins starts there too).
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <thread>
 
 #include "backend/backend.h"
@@ -37,12 +38,13 @@ class FinishedWork final : public c10d::Work {
 // at once; what cannot (a collective a peer never joined) fails after this.
 constexpr std::chrono::milliseconds kDrainGrace{5000};
 
-// Posts this process's `step` of `uuid`'s hand-over under `base`, then (where
-// it waits) waits, bounded, for every handle in `others` to post it too.  A
-// member that never does (gone since) costs the timeout, not a hang.
+// Posts this process's `step` of a hand-over under `base`, then (where it
+// waits) waits until every handle in `others` posted it too, the timeout
+// passed, or `failed()` says this process's communicator failed meanwhile (a
+// member is gone, and nothing of this process's is left on the wire).
 void hand_over_step(c10d::Store& store, const std::string& base, const char* step,
                     const std::string& mine, const std::vector<std::string>& others, bool wait,
-                    std::chrono::milliseconds timeout) {
+                    std::chrono::milliseconds timeout, const std::function<bool()>& failed) {
   store.set(base + step + "/" + mine, std::vector<uint8_t>{1});
   if (!wait || others.empty()) {
     return;
@@ -51,11 +53,9 @@ void hand_over_step(c10d::Store& store, const std::string& base, const char* ste
   for (const auto& h : others) {
     keys.push_back(base + step + "/" + h);
   }
-  try {
-    store.wait(keys, timeout);
-  } catch (const std::exception&) {
-    // A member that stays did not reach reconfigure in time: it is gone,
-    // and nothing of this process's is left for it.
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!store.check(keys) && !failed() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 
@@ -83,10 +83,9 @@ WorkPtr Backend::reconfigure(const c10d::ReconfigureOptions& opts) {
   NCCL_CORE_CHECK_VALUE(!coalescing_, "nccl_core: reconfigure inside a coalescing block");
   NCCL_CORE_CHECK_VALUE(generations_.used_uuids.count(opts.uuid) == 0, "nccl_core reconfigure: uuid ",
                         opts.uuid, " was used by this group before; pass a fresh one");
-  for (const auto& [key, value] : opts.hints) {
-    NCCL_CORE_CHECK_VALUE(false, "nccl_core reconfigure: unknown hint \"", key,
-                          "\" (nccl_core takes none)");
-  }
+  NCCL_CORE_CHECK_VALUE(opts.hints.empty(), "nccl_core reconfigure: unknown hint \"",
+                        opts.hints.empty() ? std::string() : opts.hints.begin()->first,
+                        "\" (nccl_core takes none)");
   std::chrono::milliseconds timeout = opts.timeout.value_or(options_->timeout);
   NCCL_CORE_CHECK_VALUE(timeout.count() > 0, "nccl_core reconfigure: timeout must be positive, got ",
                         timeout.count(), " ms");
@@ -103,14 +102,16 @@ WorkPtr Backend::reconfigure(const c10d::ReconfigureOptions& opts) {
   const std::string base = "nccl_core/reconfigure/" + std::to_string(opts.uuid) + "/";
   const bool live = comm_ && comm_->is_live() && !failures_->failed();
   const auto others = membership::staying(members, generations_.members, generations_.handle);
-  hand_over_step(*store_, base, "arrived", generations_.handle, others, live, timeout);
+  const auto failed = [this] { return failures_->failed(); };
+  hand_over_step(*store_, base, "arrived", generations_.handle, others, live, timeout, failed);
   if (live && failures_->started()) {
     auto deadline = std::chrono::steady_clock::now() + std::min(timeout, kDrainGrace);
-    while (!failures_->watchdog()->drained() && std::chrono::steady_clock::now() < deadline) {
+    while (!failures_->watchdog()->drained() && !failed() &&
+           std::chrono::steady_clock::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
-  hand_over_step(*store_, base, "drained", generations_.handle, others, live, timeout);
+  hand_over_step(*store_, base, "drained", generations_.handle, others, live, timeout, failed);
   end_communicator(revoke, "nccl_core: the group is being reconfigured (uuid " +
                                std::to_string(opts.uuid) + ")");
   at::Device dev = device_ ? *device_ : pick_device(nullptr);

@@ -322,6 +322,9 @@ void Watchdog::handle(const std::string& msg, bool explain, uint64_t at,
   // and the process ends if no program thread raises it in time.
   log_report(report);
   if (policy_.aborts_at_once()) {
+    if (hooks_.on_error) {
+      hooks_.on_error(report);
+    }
     run_abort_hooks();
     fail_all(report, Release::kAbortNow);
     if (comm) {
