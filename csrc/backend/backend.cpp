@@ -37,7 +37,6 @@ Backend::Backend(c10::intrusive_ptr<c10d::Store> store, int rank, int size,
   info_->label = (options_->group_name.empty() ? std::string("?") : options_->group_name) +
                  " (rank " + std::to_string(rank) + " of " + std::to_string(size) + ")";
   failures_ = std::make_unique<GroupFailures>(info_, options_->trace_buffer_size, abort_hooks_);
-  info_->before_abort = [hooks = abort_hooks_] { hooks->run_once("a blocking wait's abort"); };
   timing_.store(options_->enable_timing);
 }
 
@@ -286,7 +285,7 @@ void Backend::abort() {
   // Later calls raise at once, while the program's abort hooks (which may
   // take seconds: torch's flight-recorder dump) run before anything is torn down.
   failures_->record_error("process group aborted");
-  failures_->abort_hooks().run_once("abort()");
+  abort_hooks_->run_once("abort()");
   abort_communicator();
 }
 

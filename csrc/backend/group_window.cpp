@@ -113,7 +113,6 @@ void GroupWindow::tensor_register(const at::Tensor& tensor, bool owning) {
                                       "system (ncclCommWindowRegister gave no window)");
   window_ = std::move(w);
   peers_ = std::move(peers);
-  owning_ = owning;
   tensor_ = owning ? tensor : at::Tensor();
 }
 

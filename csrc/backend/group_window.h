@@ -56,7 +56,6 @@ class GroupWindow final : public c10d::Window {
   std::shared_ptr<nccl_core::Window> window_;
   std::vector<Peer> peers_;  // every rank's registered tensor, by rank
   at::Tensor tensor_;        // this rank's registered tensor (held where owning)
-  bool owning_ = false;
 };
 
 }  // namespace nccl_core

@@ -158,7 +158,6 @@ void Backend::end_communicator(newer::CommRevokeFn* revoke, const std::string& w
   fast_.reset();
   comm_.reset();
   info_ = std::make_shared<GroupInfo>();
-  info_->before_abort = [hooks = abort_hooks_] { hooks->run_once("a blocking wait's abort"); };
   failures_ = std::make_unique<GroupFailures>(info_, options_->trace_buffer_size, abort_hooks_);
   abort_hooks_->rearm();
   seq_ = 0;

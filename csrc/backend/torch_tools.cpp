@@ -36,11 +36,11 @@ void Backend::unregisterCompletionHook(int64_t hook_id) {
 }
 
 void Backend::registerAbortHook(int64_t hook_id, c10d::AbortHook hook) {
-  failures_->abort_hooks().add(hook_id, std::move(hook));
+  abort_hooks_->add(hook_id, std::move(hook));
 }
 
 void Backend::unregisterAbortHook(int64_t hook_id) {
-  failures_->abort_hooks().remove(hook_id);
+  abort_hooks_->remove(hook_id);
 }
 #endif
 

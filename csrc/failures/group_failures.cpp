@@ -12,7 +12,9 @@ GroupFailures::GroupFailures(std::shared_ptr<GroupInfo> info, size_t trace_buffe
                              std::shared_ptr<AbortHooks> abort_hooks)
     : info_(std::move(info)),
       recorder_(std::make_unique<FlightRecorder>(trace_buffer_size)),
-      abort_hooks_(std::move(abort_hooks)) {}
+      abort_hooks_(std::move(abort_hooks)) {
+  info_->before_abort = [hooks = abort_hooks_] { hooks->run_once("an abort in a program thread"); };
+}
 
 GroupFailures::~GroupFailures() {
   // The watchdog's thread reads the reports and the recorder: it goes first.

@@ -54,7 +54,9 @@ class GroupFailures {
 
   // `trace_buffer_size`: flight-recorder entries (0: no desync report).
   // `abort_hooks`: the program's, which outlive one communicator's failures
-  // (a reconfigured group keeps them).
+  // (a reconfigured group keeps them); the watchdog runs them before a
+  // failure aborts or ends the process, `info`'s before_abort before an
+  // abort in a program thread.
   GroupFailures(std::shared_ptr<GroupInfo> info, size_t trace_buffer_size,
                 std::shared_ptr<AbortHooks> abort_hooks);
   ~GroupFailures();
@@ -73,9 +75,6 @@ class GroupFailures {
   // Null before start() (and when the check waits on the host or is off).
   const std::shared_ptr<NanWatch>& nan_watch() const { return nan_watch_; }
   EphemeralTimeouts& ephemeral() { return ephemeral_; }
-  // The program's abort hooks: the watchdog runs them before a failure
-  // aborts or ends the process, the backend before abort().
-  AbortHooks& abort_hooks() { return *abort_hooks_; }
   // Null before start().
   Watchdog* watchdog() const { return watchdog_.get(); }
   size_t pending() const { return watchdog_ ? watchdog_->pending() : 0; }

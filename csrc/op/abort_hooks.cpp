@@ -41,19 +41,9 @@ void AbortHooks::run_once(const char* why) {
   }
 }
 
-bool AbortHooks::ran() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return ran_;
-}
-
 void AbortHooks::rearm() {
   std::lock_guard<std::mutex> lock(mutex_);
   ran_ = false;
-}
-
-size_t AbortHooks::size() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return hooks_.size();
 }
 
 }  // namespace nccl_core

@@ -26,10 +26,8 @@ class AbortHooks {
   // that throws is reported on stderr and the others still run.  Later calls
   // return once the first has finished.
   void run_once(const char* why);
-  bool ran() const;
   // A new communicator of the group (reconfigure): its first abort runs them again.
   void rearm();
-  size_t size() const;
 
  private:
   mutable std::mutex mutex_;  // held while the hooks run
