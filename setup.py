@@ -1,4 +1,7 @@
-"""Build nccl_core_backend._C with torch's cpp_extension.
+"""Build nccl_core_backend._C, the product, and nccl_core_backend._testing,
+the lab the tests import (csrc/testing: emulated ranks, private checks, the
+fake NCCL), with torch's cpp_extension.  The lab links against _C and is never
+imported by the package.
 
 NCCL is found through NCCL_HOME, else the nvidia-nccl-* wheel torch depends
 on, else CUDA_HOME.  The extension links the soname libnccl.so.2, so at run
@@ -57,18 +60,32 @@ def torch_minor():
     return major * 100 + minor
 
 
+LAB = os.path.join("csrc", "testing")
+
+
+class BuildWithLab(BuildExtension):
+    """Links the lab against the _C just built (its path differs between
+    in-place, editable and wheel builds), found again at run time beside it."""
+
+    def build_extension(self, ext):
+        if ext.name == "nccl_core_backend._testing":
+            product = self.get_ext_fullpath("nccl_core_backend._C")
+            ext.library_dirs = list(ext.library_dirs) + [os.path.dirname(product)]
+            ext.extra_link_args = list(ext.extra_link_args) + [
+                "-l:" + os.path.basename(product), "-Wl,-rpath,$ORIGIN"]
+        super().build_extension(ext)
+
+
 def main():
     nccl_inc, nccl_lib = find_nccl()
     print(f"nccl_core: building against NCCL headers in {nccl_inc}, library in {nccl_lib}")
-    sources = sorted(glob.glob(os.path.join("csrc", "**", "*.cpp"), recursive=True))
-    sources += sorted(glob.glob(os.path.join("csrc", "**", "*.cu"), recursive=True))
-    ext = CUDAExtension(
-        name="nccl_core_backend._C",
-        sources=sources,
+    every = sorted(glob.glob(os.path.join("csrc", "**", "*.cpp"), recursive=True))
+    every += sorted(glob.glob(os.path.join("csrc", "**", "*.cu"), recursive=True))
+    product = [p for p in every if not p.startswith(LAB + os.sep)]
+    lab = [p for p in every if p.startswith(LAB + os.sep)]
+    common = dict(
         include_dirs=[os.path.join(HERE, "csrc"), nccl_inc],
         library_dirs=[nccl_lib],
-        # The soname, not the unversioned dev link: one NCCL per process.
-        extra_link_args=["-l:libnccl.so.2", f"-Wl,-rpath,{nccl_lib}", "-ldl"],
         # NCCL_CORE_TORCH: 211 for torch 2.11, 215 for 2.15 (virtuals that only
         # newer torch's c10d::Backend declares are overridden there).
         define_macros=[("NCCL_CORE_TORCH", str(torch_minor()))],
@@ -77,14 +94,19 @@ def main():
             "nvcc": ["-O2", "-gencode=arch=compute_90,code=sm_90"],
         },
     )
+    # The soname, not the unversioned dev link: one NCCL per process.
+    nccl_link = ["-l:libnccl.so.2", f"-Wl,-rpath,{nccl_lib}", "-ldl"]
+    ext = CUDAExtension(name="nccl_core_backend._C", sources=product, extra_link_args=nccl_link, **common)
+    lab_ext = CUDAExtension(name="nccl_core_backend._testing", sources=lab, extra_link_args=nccl_link,
+                            **common)
     setup(
         name="nccl_core_backend",
         version="0.1.0",
         description="A torch.distributed backend exposing NCCL's full modern API",
         packages=find_packages(include=["nccl_core_backend", "nccl_core_backend.*"]),
         package_data={"nccl_core_backend": ["py.typed", "*.pyi", "**/*.pyi"]},
-        ext_modules=[ext],
-        cmdclass={"build_ext": BuildExtension.with_options(use_ninja=True)},
+        ext_modules=[ext, lab_ext],  # in this order: the lab links against _C
+        cmdclass={"build_ext": BuildWithLab.with_options(use_ninja=True)},
         entry_points={"torch.backends": ["nccl_core = nccl_core_backend._autoload:autoload"]},
         python_requires=">=3.10",
         install_requires=["torch>=2.11"],

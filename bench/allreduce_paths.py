@@ -1,4 +1,4 @@
-"""all_reduce paths of nccl_core against backend nccl, 512 KiB .. 256 MiB (issue 6).
+"""all_reduce paths of nccl_core against backend nccl, 512 KiB .. 256 MiB.
 
     torchrun --nproc-per-node=4 bench/allreduce_paths.py \
         --group "plain m32:memory=plain,min_ctas=32,max_ctas=32" \

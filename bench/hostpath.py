@@ -1,4 +1,4 @@
-"""Where the host time of one small all_reduce goes (issue 6: raw path <= 5 µs).
+"""Where the host time of one small all_reduce goes (raw path <= 5 µs).
 
 One torchrun job; every path does the same 1 KiB float32 SUM all_reduce.  Two
 numbers per layer:

@@ -1,4 +1,4 @@
-"""What registration buys an all_reduce on NCCL memory (issue 6, NCCL-memory goal).
+"""What registration buys an all_reduce on NCCL memory (the NCCL-memory goal).
 
     torchrun --nproc-per-node=4 bench/registration.py [--out results.json]
 

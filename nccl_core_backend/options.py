@@ -279,7 +279,7 @@ UNHONOURED_TORCH_ENV = {
     "TORCH_NCCL_COORD_CHECK_MILSEC": "no cross-rank dump coordination",
     "TORCH_NCCL_RETHROW_CUDA_ERRORS": "CUDA errors are always raised",
     "TORCH_NCCL_NONBLOCKING_TIMEOUT": "non-blocking communicators use the group's timeout",
-    "NCCL_CORE_SYMMETRIC_MAX_BYTES": "automatic symmetric windows are gone (issue 41: they "
+    "NCCL_CORE_SYMMETRIC_MAX_BYTES": "automatic symmetric windows are gone (they "
                                      "relied on the ranks' allocators looking alike); the push "
                                      "all-reduce covers those sizes for any memory, and "
                                      "Communicator.register_window(..., WindowFlag.COLL_SYMMETRIC) "

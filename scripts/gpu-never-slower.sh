@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Issue 48's measurements with `python -m nccl_core_backend.bench` on a GPU
+# The never-slower measurements with `python -m nccl_core_backend.bench` on a GPU
 # host (after scripts/gpu-build.sh): for each world size, every op 8 B - 1 GiB;
 # all_reduce bf16 1 KiB - 16 MiB with CUDA graphs beside torch's SymmetricMemory
 # kernels, nccl_core's host phases and each kind's GPU time; then the
 # workloads, and DDP/FSDP2 again with nccl_core's groups on high-priority
-# streams (run "priority": issue 48 item 3).  Each run ends with the rows more than 2 % slower than nccl (the
+# streams (run "priority").  Each run ends with the rows more than 2 % slower than nccl (the
 # report's SLOWER line).  JSON and logs go to ${OUT:-out}/never-slower.tgz.
 #   NCCL_CORE_BENCH_WORLDS  world sizes (default "2 4"; those above the GPUs are left out)
 #   NCCL_CORE_BENCH_RUNS    which runs (default "sweep anchor workloads priority")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Namesake barriers against full ones, and grids of 64 blocks against 32, in
-# one build on a host of 2+ NVLink GPUs (bench/NOTES.md section 25).  Run from
+# one build on a host of 2+ NVLink GPUs (bench/results/grid-caps-namesake-1gpu-h200-2026-11-29.md).  Run from
 # the repository root with the patches of bench/pending applied (or in the tree):
 #   WORLD=4 PASSES=1 CHECKS=1 bash bench/pending/measure-namesake.sh      # build, checks, a pass
 #   WORLD=4 PASSES=2 NCCL_CORE_SKIP_BUILD=1 bash bench/pending/measure-namesake.sh   # within 30 s
@@ -29,7 +29,7 @@ bench() {  # name, env...
     --sizes 8KiB-1MiB --rounds 2 --json "$O/$name.json" > "$O/$name.log" 2>&1
   echo "$name rc=$? at $(( $(date +%s) - t0 )) s"
 }
-configs=${CONFIGS:-full-32 namesake-32 namesake-64}  # add full-64 to repeat session 7's stalls
+configs=${CONFIGS:-full-32 namesake-32 namesake-64}  # add full-64 to repeat the stalls of 2026-11-27
 for pass in ${PASSES:-1 2}; do
   order=$configs; [ $pass = 2 ] && order=$(echo $configs | tr ' ' '\n' | tac | tr '\n' ' ')
   for c in $order; do

@@ -177,7 +177,7 @@ class Backend : public c10d::Backend {
   friend class GroupWindow;  // its put / signal (`sends`) and wait_signal as Works:
   WorkPtr one_sided(bool sends, Tensors inputs, CallOpts call, const char* what,
                     const std::function<void(Communicator&, cudaStream_t)>& fn);
-  void end_communicator(newer::CommRevokeFn* revoke, const std::string& why);  // reconfigure
+  void end_communicator(const std::string& why);  // reconfigure
 #endif
   ncclRedOp_t reduce_op(const c10d::ReduceOp& op, const at::Tensor& t, ncclDataType_t type,
                         Work& work, const char* what);

@@ -27,7 +27,7 @@ using TensorLists = std::vector<std::vector<at::Tensor>>;
 struct CallOpts {
   std::chrono::milliseconds timeout;
   bool async_op = true;
-  // The NaN check (nan_watch.h, nan_strict_check.h) reads what this rank
+  // The NaN check (nan_watch.h) reads what this rank
   // sends; false where the buffer holds nothing sent (a broadcast's non-root
   // ranks).
   bool sends = true;

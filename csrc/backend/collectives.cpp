@@ -9,6 +9,7 @@
 #include "collectives/nccl_calls.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "nccl/seam.h"
 #include "util/checked.h"
 
 namespace nccl_core {
@@ -92,14 +93,14 @@ ncclRedOp_t Backend::reduce_op(const c10d::ReduceOp& op, const at::Tensor& t,
     // the caller's own tensor (no copy): kept like the call's inputs.
     at::Tensor factor = sup->tensor_factor.to(t.device(), real_type).contiguous();
     work.keep_like_inputs(factor);
-    NCCL_CORE_CHECK(comm, ncclRedOpCreatePreMulSum(&out, factor.data_ptr(), type,
+    NCCL_CORE_CHECK(comm, nccl().RedOpCreatePreMulSum(&out, factor.data_ptr(), type,
                                                    ncclScalarDevice, comm));
   } else {
     // A host scalar is read as sizeof(type) bytes: convert to that type.
     at::Tensor scalar = at::scalar_tensor(sup->double_factor,
                                           at::TensorOptions().dtype(real_type));
     NCCL_CORE_CHECK(comm,
-                    ncclRedOpCreatePreMulSum(&out, scalar.data_ptr(), type,
+                    nccl().RedOpCreatePreMulSum(&out, scalar.data_ptr(), type,
                                              ncclScalarHostImmediate, comm));
   }
   redops_.push_back(out);
@@ -162,13 +163,13 @@ WorkPtr Backend::allreduce_coalesced(
                     }
                     return;
                   }
-                  NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                  NCCL_CORE_CHECK(c.get(), nccl().GroupStart());
                   for (size_t i = 0; i < bufs.size(); ++i) {
                     auto& b = bufs[i];
                     collectives::all_reduce({c, s, Check::kGrouped}, b.ptr, b.ptr, b.count, b.type,
                                             ops[i]);
                   }
-                  c.call(ncclGroupEnd(), "ncclGroupEnd");
+                  c.call(nccl().GroupEnd(), "ncclGroupEnd");
                 });
 }
 
@@ -233,13 +234,13 @@ WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs,
                     // group of reduces (the recv buffer matters at the root only).
                     ncclRedOp_t op = reduce_op(opts.reduceOp, output, out.type, w,
                                                "reduce_scatter");
-                    NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                    NCCL_CORE_CHECK(c.get(), nccl().GroupStart());
                     for (int r = 0; r < size_; ++r) {
                       void* recv = r == rank_ ? out.ptr : in_bufs[r].ptr;
                       collectives::reduce({c, s, Check::kGrouped}, in_bufs[r].ptr, recv,
                                           in_bufs[r].count, out.type, op, r);
                     }
-                    c.call(ncclGroupEnd(), "ncclGroupEnd");
+                    c.call(nccl().GroupEnd(), "ncclGroupEnd");
                     return;
                   }
                   at::Tensor flat = at::stack(ins).contiguous();
@@ -273,12 +274,12 @@ WorkPtr Backend::reduce_scatter_tensor_coalesced(
                     }
                     return;
                   }
-                  NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                  NCCL_CORE_CHECK(c.get(), nccl().GroupStart());
                   for (size_t i = 0; i < ins.size(); ++i) {
                     collectives::reduce_scatter({c, s, Check::kGrouped}, ins[i].ptr, outs[i].ptr,
                                                 outs[i].count, outs[i].type, ops[i]);
                   }
-                  c.call(ncclGroupEnd(), "ncclGroupEnd");
+                  c.call(nccl().GroupEnd(), "ncclGroupEnd");
                 });
 }
 

@@ -9,6 +9,7 @@
 #include "collectives/torch_checks.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "nccl/seam.h"
 #include "util/checked.h"
 
 namespace nccl_core {
@@ -63,13 +64,13 @@ WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                   if (!even) {
                     // Uneven sizes: each rank broadcasts its input into
                     // everyone's output of its index, in one NCCL group.
-                    NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                    NCCL_CORE_CHECK(c.get(), nccl().GroupStart());
                     for (int r = 0; r < size_; ++r) {
                       const void* send = r == rank_ ? in.ptr : out_bufs[r].ptr;
                       collectives::broadcast({c, s, Check::kGrouped}, send, out_bufs[r].ptr,
                                              out_bufs[r].count, in.type, r);
                     }
-                    c.call(ncclGroupEnd(), "ncclGroupEnd");
+                    c.call(nccl().GroupEnd(), "ncclGroupEnd");
                     return;
                   }
                   at::Tensor flat = flat_like(input, size_);
@@ -97,14 +98,14 @@ WorkPtr Backend::allgather_coalesced(
                 "allgather_coalesced",
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   std::vector<at::Tensor> flats;
-                  NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                  NCCL_CORE_CHECK(c.get(), nccl().GroupStart());
                   for (auto& in : inputs) {
                     Buf b = buf(in, "allgather_coalesced");
                     flats.push_back(flat_like(in, size_));
                     collectives::all_gather({c, s, Check::kGrouped}, b.ptr, flats.back().data_ptr(),
                                             b.count, b.type);
                   }
-                  c.call(ncclGroupEnd(), "ncclGroupEnd");
+                  c.call(nccl().GroupEnd(), "ncclGroupEnd");
                   for (auto& f : flats) {
                     w.stash.push_back(f);
                   }
@@ -126,14 +127,14 @@ WorkPtr Backend::allgather_into_tensor_coalesced(
   return launch(OpType::COALESCED, dev, inputs, outputs, call_opts(opts),
                 "allgather_into_tensor_coalesced",
                 [&](Communicator& c, cudaStream_t s, Work&) {
-                  NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                  NCCL_CORE_CHECK(c.get(), nccl().GroupStart());
                   for (size_t i = 0; i < inputs.size(); ++i) {
                     Buf in = buf(inputs[i], "allgather_into_tensor_coalesced");
                     Buf out = buf(outputs[i], "allgather_into_tensor_coalesced");
                     collectives::all_gather({c, s, Check::kGrouped}, in.ptr, out.ptr, in.count,
                                             in.type);
                   }
-                  c.call(ncclGroupEnd(), "ncclGroupEnd");
+                  c.call(nccl().GroupEnd(), "ncclGroupEnd");
                 });
 }
 

@@ -85,7 +85,7 @@ struct GroupOptions : c10d::Backend::Options {
   // the peers' staging windows (nvlink/push.h); 0 = off.  Staging costs
   // 2 (nranks - 1) / nranks of the largest such call (in powers of two from
   // 1 MiB, at most push_max_bytes), allocated at the first one.  Its wrong
-  // results under GPU contention (issue 47: slots cut per call, nvlink/push.h)
+  // results under GPU contention (slots cut per call, nvlink/push.h)
   // are fixed; tests/gpu/ddp_optim_in_backward.py and the GPU case
   // push_calls_of_different_sizes_keep_their_results guard them.
   std::optional<size_t> push_min_bytes;
@@ -107,7 +107,7 @@ struct GroupOptions : c10d::Backend::Options {
   // one found is raised as the group's error (nan_watch.h).
   bool nan_check = false;
   // NCCL_CORE_NAN_CHECK=strict: the check waits for its result and refuses
-  // the op before it sends (nan_strict_check.h); implies nan_check.
+  // the op before it sends (nan_watch.h, check_for_nan); implies nan_check.
   bool nan_check_strict = false;
   // Every caching-allocator segment on the group's device is registered with
   // its communicator (ncclCommRegister), existing ones at creation and new

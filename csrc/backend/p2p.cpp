@@ -8,6 +8,7 @@
 #include "collectives/torch_checks.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "nccl/seam.h"
 #include "util/checked.h"
 
 namespace nccl_core {
@@ -72,7 +73,7 @@ WorkPtr Backend::alltoall_base(at::Tensor& output, at::Tensor& input,
                   size_t esz = types::element_size(in.type);
                   auto* send = static_cast<char*>(in.ptr);
                   auto* recv = static_cast<char*>(out.ptr);
-                  NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                  NCCL_CORE_CHECK(c.get(), nccl().GroupStart());
                   for (int r = 0; r < size_; ++r) {
                     size_t n_send = in_off[r + 1] - in_off[r];
                     size_t n_recv = out_off[r + 1] - out_off[r];
@@ -85,7 +86,7 @@ WorkPtr Backend::alltoall_base(at::Tensor& output, at::Tensor& input,
                                         out.type, r);
                     }
                   }
-                  c.call(ncclGroupEnd(), "ncclGroupEnd");
+                  c.call(nccl().GroupEnd(), "ncclGroupEnd");
                 });
 }
 
@@ -101,14 +102,14 @@ WorkPtr Backend::alltoall(std::vector<at::Tensor>& outputs,
                     ins.push_back(buf(inputs[r], "all_to_all"));
                     outs.push_back(buf(outputs[r], "all_to_all"));
                   }
-                  NCCL_CORE_CHECK(c.get(), ncclGroupStart());
+                  NCCL_CORE_CHECK(c.get(), nccl().GroupStart());
                   for (int r = 0; r < size_; ++r) {
                     collectives::send({c, s, Check::kGrouped}, ins[r].ptr, ins[r].count,
                                       ins[r].type, r);
                     collectives::recv({c, s, Check::kGrouped}, outs[r].ptr, outs[r].count,
                                       outs[r].type, r);
                   }
-                  c.call(ncclGroupEnd(), "ncclGroupEnd");
+                  c.call(nccl().GroupEnd(), "ncclGroupEnd");
                 });
 }
 
@@ -161,7 +162,7 @@ void Backend::startCoalescing() {
 
 void Backend::open_group() {
   if (coalescing_ && !group_open_) {
-    NCCL_CORE_CHECK(nullptr, ncclGroupStart());
+    NCCL_CORE_CHECK(nullptr, nccl().GroupStart());
     group_open_ = true;
   }
 }
@@ -177,7 +178,7 @@ WorkPtr Backend::endCoalescing() {
     if (!work) {
       // Nothing was enqueued: close the group and hand back a finished work.
       if (was_open) {
-        NCCL_CORE_CHECK(nullptr, ncclGroupEnd());
+        NCCL_CORE_CHECK(nullptr, nccl().GroupEnd());
       }
       auto dev = pick_device(nullptr);
       auto comm = communicator(dev);
@@ -187,7 +188,7 @@ WorkPtr Backend::endCoalescing() {
       empty->op().record_end(*stream_);
       return empty;
     }
-    comm_->run("ncclGroupEnd (endCoalescing)", [] { return ncclGroupEnd(); });
+    comm_->run("ncclGroupEnd (endCoalescing)", [] { return nccl().GroupEnd(); });
     destroy_redops();
     {
       c10::cuda::CUDAStreamGuard on_stream(*stream_);

@@ -18,6 +18,7 @@
 #include "failures/group_failures.h"
 #include "nccl/api.h"
 #include "nccl/newer.h"
+#include "nccl/seam.h"
 #include "op/errors.h"
 #include "util/checked.h"
 
@@ -62,7 +63,7 @@ void hand_over_step(c10d::Store& store, const std::string& base, const char* ste
 }  // namespace
 
 bool Backend::supportsReconfigure() const {
-  return api::find_symbol("ncclCommRevoke") != nullptr;
+  return nccl().provides("ncclCommRevoke");
 }
 
 c10d::ReconfigureHandle Backend::get_reconfigure_handle() const {
@@ -78,8 +79,7 @@ WorkPtr Backend::reconfigure(const c10d::ReconfigureOptions& opts) {
   NCCL_CORE_CHECK_VALUE(options_->reconfigurable(),
                         "nccl_core: reconfigure needs a group made with "
                         "init_process_group(enable_reconfigure=True)");
-  auto revoke = api::require<newer::CommRevokeFn>("ncclCommRevoke", "reconfigure",
-                                                  newer::kRevokeVersion);
+  nccl().require("ncclCommRevoke", "reconfigure", newer::kRevokeVersion);
   NCCL_CORE_CHECK_VALUE(!coalescing_, "nccl_core: reconfigure inside a coalescing block");
   NCCL_CORE_CHECK_VALUE(generations_.used_uuids.count(opts.uuid) == 0, "nccl_core reconfigure: uuid ",
                         opts.uuid, " was used by this group before; pass a fresh one");
@@ -112,7 +112,7 @@ WorkPtr Backend::reconfigure(const c10d::ReconfigureOptions& opts) {
     }
   }
   hand_over_step(*store_, base, "drained", generations_.handle, others, live, timeout, failed);
-  end_communicator(revoke, "nccl_core: the group is being reconfigured (uuid " +
+  end_communicator("nccl_core: the group is being reconfigured (uuid " +
                                std::to_string(opts.uuid) + ")");
   at::Device dev = device_ ? *device_ : pick_device(nullptr);
   rank_ = rank;
@@ -134,7 +134,7 @@ WorkPtr Backend::reconfigure(const c10d::ReconfigureOptions& opts) {
   return c10::make_intrusive<FinishedWork>(rank_);
 }
 
-void Backend::end_communicator(newer::CommRevokeFn* revoke, const std::string& why) {
+void Backend::end_communicator(const std::string& why) {
   retire_registrations();
   // Pending works fail first: revoking lets their kernels leave, and a
   // watchdog sweep in between would take an end event for success.
@@ -145,7 +145,7 @@ void Backend::end_communicator(newer::CommRevokeFn* revoke, const std::string& w
     // In-flight operations stop where NCCL can stop them; the abort below
     // ends the rest, and frees the communicator without waiting for peers.
     try {
-      (void)revoke(comm_->get(), 0);
+      (void)nccl().CommRevoke(comm_->get(), 0);
     } catch (...) {
     }
   }

@@ -8,6 +8,7 @@
 #include "op/errors.h"
 #include "failures/group_failures.h"
 #include "nccl/api.h"
+#include "nccl/seam.h"
 
 namespace nccl_core {
 
@@ -83,7 +84,7 @@ float Backend::endTimeEstimate() {
     return 0.0f;  // no op reached NCCL (none issued, or a one-rank group)
   }
   ncclSimInfo_t sim = NCCL_SIM_INFO_INITIALIZER;
-  NCCL_CORE_CHECK(comm_ ? comm_->get() : nullptr, ncclGroupSimulateEnd(&sim));
+  NCCL_CORE_CHECK(comm_ ? comm_->get() : nullptr, nccl().GroupSimulateEnd(&sim));
   destroy_redops();
   // NCCL leaves its initial -1 when the group held no NCCL call (a one-rank
   // group, where nccl_core reduces alone): nothing to wait for.

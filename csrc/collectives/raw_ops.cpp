@@ -11,6 +11,7 @@
 #include "nvlink/raw.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "nccl/seam.h"
 #include "util/checked.h"
 
 namespace nccl_core::raw {
@@ -243,7 +244,7 @@ void recv(Communicator& c, const Buffer& buf, int peer, cudaStream_t stream) {
 }
 
 void group_start() {
-  NCCL_CORE_CHECK(nullptr, ncclGroupStart());
+  NCCL_CORE_CHECK(nullptr, nccl().GroupStart());
   ++t_depth;
 }
 
@@ -251,7 +252,7 @@ void group_end() {
   NCCL_CORE_REQUIRE(t_depth > 0, "group_end() without a matching group_start()");
   --t_depth;
   if (t_depth > 0) {
-    api::check(ncclGroupEnd(), "ncclGroupEnd", nullptr);
+    api::check(nccl().GroupEnd(), "ncclGroupEnd", nullptr);
     return;
   }
   // Released when this function returns, whatever happens: the members'
@@ -265,7 +266,7 @@ void group_end() {
     const auto& first = members[0].comm;
     guard.emplace(first, first->blocking(), first->timeout(), "ncclGroupEnd");
   }
-  ncclResult_t r = ncclGroupEnd();
+  ncclResult_t r = nccl().GroupEnd();
   if (guard) {
     guard->rethrow_if_expired();
   }

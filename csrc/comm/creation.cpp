@@ -9,6 +9,7 @@
 #include "comm/device_scope.h"
 #include "comm/bounded_call.h"
 #include "nccl/api.h"
+#include "nccl/seam.h"
 
 namespace nccl_core {
 
@@ -35,7 +36,7 @@ void await_comm(ncclComm_t comm, std::chrono::milliseconds timeout,
   auto pause = std::chrono::microseconds(10);
   while (true) {
     ncclResult_t state = ncclSuccess;
-    ncclResult_t r = ncclCommGetAsyncError(comm, &state);
+    ncclResult_t r = nccl().CommGetAsyncError(comm, &state);
     if (r != ncclSuccess) {
       state = r;
     }
@@ -43,14 +44,14 @@ void await_comm(ncclComm_t comm, std::chrono::milliseconds timeout,
       return;
     }
     if (state != ncclInProgress) {
-      std::string last = ncclGetLastError(comm);
-      (void)ncclCommAbort(comm);
+      std::string last = nccl().GetLastError(comm);
+      (void)nccl().CommAbort(comm);
       throw NcclError(state, std::string(what) + " failed: " +
-                                 ncclGetErrorString(state) +
+                                 nccl().GetErrorString(state) +
                                  (last.empty() ? "" : " (" + last + ")"));
     }
     if (std::chrono::steady_clock::now() > deadline) {
-      (void)ncclCommAbort(comm);
+      (void)nccl().CommAbort(comm);
       throw NcclError(
           ncclInProgress,
           std::string(what) + " did not complete within " +
@@ -66,7 +67,7 @@ void await_comm(ncclComm_t comm, std::chrono::milliseconds timeout,
 
 ncclUniqueId Communicator::new_unique_id() {
   ncclUniqueId id;
-  NCCL_CORE_CHECK(nullptr, ncclGetUniqueId(&id));
+  NCCL_CORE_CHECK(nullptr, nccl().GetUniqueId(&id));
   return id;
 }
 
@@ -75,8 +76,8 @@ std::shared_ptr<Communicator> Communicator::adopt(
     bool blocking, const char* what) {
   await_comm(comm, timeout, what);
   int nranks = 0, rank = 0;
-  NCCL_CORE_CHECK(comm, ncclCommCount(comm, &nranks));
-  NCCL_CORE_CHECK(comm, ncclCommUserRank(comm, &rank));
+  NCCL_CORE_CHECK(comm, nccl().CommCount(comm, &nranks));
+  NCCL_CORE_CHECK(comm, nccl().CommUserRank(comm, &rank));
   return std::shared_ptr<Communicator>(
       new Communicator(comm, nranks, rank, device, timeout, blocking));
 }
@@ -101,15 +102,15 @@ ncclComm_t init_bounded(const ncclUniqueId& id, int nranks, int rank, int device
     (void)cudaSetDevice(device);
     ncclConfig_t cfg = to_nccl(config);
     ncclComm_t comm = nullptr;
-    ncclResult_t r = ncclCommInitRankConfig(&comm, nranks, id, rank, &cfg);
-    const char* last = ncclGetLastError(comm);
+    ncclResult_t r = nccl().CommInitRankConfig(&comm, nranks, id, rank, &cfg);
+    const char* last = nccl().GetLastError(comm);
     std::lock_guard<std::mutex> lock(job->mutex);
     job->comm = comm;
     job->result = r;
     job->last = last == nullptr ? "" : last;
     job->done = true;
     if (job->abandoned && comm != nullptr) {
-      (void)ncclCommAbort(comm);
+      (void)nccl().CommAbort(comm);
     }
     job->cv.notify_all();
   }).detach();
@@ -122,10 +123,10 @@ ncclComm_t init_bounded(const ncclUniqueId& id, int nranks, int rank, int device
   }
   if (job->result != ncclSuccess) {
     if (job->comm != nullptr) {
-      (void)ncclCommAbort(job->comm);
+      (void)nccl().CommAbort(job->comm);
     }
     throw NcclError(job->result, std::string("ncclCommInitRankConfig failed: ") +
-                                     ncclGetErrorString(job->result) +
+                                     nccl().GetErrorString(job->result) +
                                      (job->last.empty() ? "" : " (" + job->last + ")"));
   }
   return job->comm;
@@ -143,10 +144,10 @@ std::shared_ptr<Communicator> Communicator::create(
   }
   ncclConfig_t cfg = to_nccl(config);
   ncclComm_t comm = nullptr;
-  ncclResult_t r = ncclCommInitRankConfig(&comm, nranks, id, rank, &cfg);
+  ncclResult_t r = nccl().CommInitRankConfig(&comm, nranks, id, rank, &cfg);
   if (r != ncclSuccess && r != ncclInProgress) {
     if (comm != nullptr) {
-      (void)ncclCommAbort(comm);
+      (void)nccl().CommAbort(comm);
     }
     api::check(r, "ncclCommInitRankConfig", nullptr);
   }
@@ -177,7 +178,7 @@ std::shared_ptr<Communicator> Communicator::make_child(const char* what, bool bl
     auto deadline = std::chrono::steady_clock::now() + timeout;
     while (true) {
       ncclResult_t state = ncclSuccess;
-      (void)ncclCommGetAsyncError(parent, &state);
+      (void)nccl().CommGetAsyncError(parent, &state);
       if (__atomic_load_n(&child, __ATOMIC_ACQUIRE) != nullptr) {
         break;
       }
@@ -205,7 +206,7 @@ std::shared_ptr<Communicator> Communicator::split(
   ncclComm_t parent = get();
   splits_.fetch_add(1);
   return make_child("ncclCommSplit", config.blocking, timeout, [&](ncclComm_t* child) {
-    return ncclCommSplit(parent, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, child, &cfg);
+    return nccl().CommSplit(parent, color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, child, &cfg);
   });
 }
 
@@ -227,7 +228,7 @@ std::shared_ptr<Communicator> Communicator::shrink(
   }
   std::vector<int> ranks(exclude);
   auto child = make_child("ncclCommShrink", config.blocking, timeout, [&](ncclComm_t* out) {
-    return ncclCommShrink(parent, ranks.data(), static_cast<int>(ranks.size()), out, &cfg, flags);
+    return nccl().CommShrink(parent, ranks.data(), static_cast<int>(ranks.size()), out, &cfg, flags);
   });
   if (!child) {
     throw NcclError(ncclInternalError, "ncclCommShrink produced no communicator for this rank");

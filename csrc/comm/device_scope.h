@@ -15,6 +15,9 @@ namespace nccl_core {
 class DeviceScope {
  public:
   explicit DeviceScope(int device) {
+    if (device < 0) {
+      return;  // no CUDA device: a communicator of the lab's fake NCCL (csrc/testing)
+    }
     NCCL_CORE_CUDA_CHECK(cudaGetDevice(&previous_));
     if (previous_ != device) {
       NCCL_CORE_CUDA_CHECK(cudaSetDevice(device));

@@ -9,6 +9,7 @@
 #include "nccl/features.h"
 #include "nccl/newer.h"
 #include "nccl/types.h"
+#include "nccl/seam.h"
 
 namespace nccl_core {
 
@@ -82,7 +83,7 @@ std::shared_ptr<RegisteredBuffer> RegisteredBuffer::create(
   NCCL_CORE_REQUIRE(size > 0, "register_buffer: the buffer is empty");
   ncclComm_t c = comm->get();
   void* handle = nullptr;
-  comm->run("ncclCommRegister", [&] { return ncclCommRegister(c, ptr, size, &handle); });
+  comm->run("ncclCommRegister", [&] { return nccl().CommRegister(c, ptr, size, &handle); });
   comm->wait_ready("ncclCommRegister");
   std::shared_ptr<RegisteredBuffer> buf(
       new RegisteredBuffer(comm, ptr, size, handle, std::move(keep)));
@@ -96,7 +97,7 @@ void* RegisteredBuffer::handle() const {
 }
 
 void RegisteredBuffer::release(Communicator& comm) {
-  comm.run("ncclCommDeregister", [&] { return ncclCommDeregister(comm.get(), handle_); });
+  comm.run("ncclCommDeregister", [&] { return nccl().CommDeregister(comm.get(), handle_); });
 }
 
 // --- Window -----------------------------------------------------------------
@@ -143,7 +144,7 @@ std::shared_ptr<Window> Window::create(const std::shared_ptr<Communicator>& comm
   ncclComm_t c = comm->get();
   ncclWindow_t win = nullptr;
   comm->run("ncclCommWindowRegister",
-            [&] { return ncclCommWindowRegister(c, ptr, size, &win, flags); });
+            [&] { return nccl().CommWindowRegister(c, ptr, size, &win, flags); });
   // On a non-blocking communicator the registration may still be running
   // (and `win` unset) even when the call returned ncclSuccess.
   comm->wait_ready("ncclCommWindowRegister");
@@ -155,7 +156,7 @@ std::shared_ptr<Window> Window::create(const std::shared_ptr<Communicator>& comm
   try {
     w->learn_layout(c);
   } catch (...) {
-    (void)ncclCommWindowDeregister(c, win);
+    (void)nccl().CommWindowDeregister(c, win);
     throw;
   }
   comm->track(w);
@@ -163,10 +164,9 @@ std::shared_ptr<Window> Window::create(const std::shared_ptr<Communicator>& comm
 }
 
 void Window::learn_layout(ncclComm_t comm) {
-  auto team = api::require<newer::TeamLsaFn>("ncclTeamLsa", "window pointer queries",
-                                             newer::kDeviceApiVersion)(comm);
-  lsa_size_ = team.nranks;
-  lsa_rank_ = team.rank;
+  nccl().require("ncclTeamLsa", "window pointer queries", newer::kDeviceApiVersion);
+  int stride = 0;
+  NCCL_CORE_CHECK(comm, nccl().TeamLsa(comm, &lsa_size_, &lsa_rank_, &stride));
   world_rank_ = owner()->rank();
   if (!newer::has_host_pointer_queries()) {
     DeviceScope on_device(owner()->device());  // its private stream on our device
@@ -208,10 +208,10 @@ void* Window::lsa_pointer(int lsa_rank, size_t offset) const {
   check_offset(offset, world >= 0 && static_cast<size_t>(world) < sizes_.size() ? sizes_[world]
                                                                                 : min_size_);
   if (newer::has_host_pointer_queries()) {
-    auto fn = api::require<newer::GetLsaDevicePointerFn>(
-        "ncclGetLsaDevicePointer", "get_lsa_device_pointer", newer::kHostPointersVersion);
+    nccl().require("ncclGetLsaDevicePointer", "get_lsa_device_pointer",
+                   newer::kHostPointersVersion);
     void* out = nullptr;
-    NCCL_CORE_CHECK(nullptr, fn(win_, offset, lsa_rank, &out));
+    NCCL_CORE_CHECK(nullptr, nccl().GetLsaDevicePointer(win_, offset, lsa_rank, &out));
     return out;
   }
   return window_layout::lsa_pointer(lsa_flat_base_, stride_4g_, lsa_rank, offset);
@@ -233,15 +233,13 @@ std::optional<void*> Window::peer_pointer(int peer, size_t offset) const {
 
 std::optional<void*> Window::lsa_multimem_pointer(size_t offset) const {
   check_offset(offset, min_size_);
-  void* sym = api::find_symbol("ncclGetLsaMultimemDevicePointer");
-  if (sym == nullptr) {
+  if (!nccl().provides("ncclGetLsaMultimemDevicePointer")) {
     // NCCL 2.28 keeps the multicast handle in the device communicator only;
     // windows here never carry one we could report.
     return std::nullopt;
   }
   void* out = nullptr;
-  auto fn = reinterpret_cast<newer::GetLsaMultimemDevicePointerFn*>(sym);
-  if (fn(win_, offset, &out) != ncclSuccess || out == nullptr) {
+  if (nccl().GetLsaMultimemDevicePointer(win_, offset, &out) != ncclSuccess || out == nullptr) {
     return std::nullopt; // multicast not available (NVLS off)
   }
   return out;
@@ -249,7 +247,7 @@ std::optional<void*> Window::lsa_multimem_pointer(size_t offset) const {
 
 void Window::release(Communicator& comm) {
   comm.run("ncclCommWindowDeregister",
-           [&] { return ncclCommWindowDeregister(comm.get(), win_); });
+           [&] { return nccl().CommWindowDeregister(comm.get(), win_); });
 }
 
 // --- CustomRedOp ------------------------------------------------------------
@@ -284,7 +282,7 @@ std::shared_ptr<CustomRedOp> CustomRedOp::create(const std::shared_ptr<Communica
   at::Tensor kept = scalar.contiguous();
   ncclComm_t c = comm->get();
   ncclRedOp_t op{};
-  NCCL_CORE_CHECK(c, ncclRedOpCreatePreMulSum(&op, kept.data_ptr(), type, residence, c));
+  NCCL_CORE_CHECK(c, nccl().RedOpCreatePreMulSum(&op, kept.data_ptr(), type, residence, c));
   std::shared_ptr<CustomRedOp> r(new CustomRedOp(comm, op, type, residence, std::move(kept)));
   comm->track(r);
   return r;
@@ -296,123 +294,7 @@ ncclRedOp_t CustomRedOp::op() const {
 }
 
 void CustomRedOp::release(Communicator& comm) {
-  comm.call(ncclRedOpDestroy(op_, comm.get()), "ncclRedOpDestroy");
-}
-
-// --- the communicator's list of its resources ------------------------------
-// Communicator members, here with the Resource they manage, so that the
-// communicator itself needs nothing of this file.
-
-void Communicator::track(std::shared_ptr<Resource> resource) {
-  std::lock_guard<std::mutex> lock(resources_mutex_);
-  resources_.push_back(std::move(resource));
-}
-
-void Communicator::untrack(const Resource* resource) {
-  std::lock_guard<std::mutex> lock(resources_mutex_);
-  for (auto it = resources_.begin(); it != resources_.end(); ++it) {
-    if (it->get() == resource) {
-      resources_.erase(it);
-      return;
-    }
-  }
-}
-
-std::shared_ptr<Resource> Communicator::attachment(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(resources_mutex_);
-  for (const auto& [k, weak] : attachments_) {
-    if (k == key) {
-      auto r = weak.lock();
-      return r && r->is_valid() ? r : nullptr;
-    }
-  }
-  return nullptr;
-}
-
-std::shared_ptr<void> Communicator::extension(
-    const std::string& key, const std::function<std::shared_ptr<void>()>& make) {
-  std::lock_guard<std::mutex> lock(resources_mutex_);
-  auto& slot = extensions_[key];
-  if (!slot) {
-    slot = make();
-  }
-  return slot;
-}
-
-std::shared_ptr<void> Communicator::extension(const std::string& key) const {
-  std::lock_guard<std::mutex> lock(resources_mutex_);
-  auto it = extensions_.find(key);
-  return it == extensions_.end() ? nullptr : it->second;
-}
-
-void Communicator::attach(const std::string& key, std::shared_ptr<Resource> resource) {
-  {
-    std::lock_guard<std::mutex> lock(resources_mutex_);
-    bool replaced = false;
-    for (auto& [k, weak] : attachments_) {
-      if (k == key) {
-        weak = resource;
-        replaced = true;
-      }
-    }
-    if (!replaced) {
-      attachments_.emplace_back(key, resource);
-    }
-  }
-  track(std::move(resource));
-}
-
-size_t Communicator::resource_count() const {
-  std::lock_guard<std::mutex> lock(resources_mutex_);
-  return resources_.size();
-}
-
-std::vector<std::shared_ptr<Resource>> Communicator::resources() const {
-  std::lock_guard<std::mutex> lock(resources_mutex_);
-  return resources_;
-}
-
-void Communicator::close_all_resources() noexcept {
-  std::vector<std::function<void()>> drains;
-  {
-    std::lock_guard<std::mutex> lock(before_abort_mutex_);
-    drains = before_close_;
-  }
-  if (is_live()) {
-    for (auto& d : drains) {
-      try {
-        d();
-      } catch (...) {
-      }
-    }
-  }
-  std::vector<std::shared_ptr<Resource>> all;
-  {
-    std::lock_guard<std::mutex> lock(resources_mutex_);
-    all.swap(resources_);
-  }
-  if (!all.empty() && is_live()) {
-    quiesce();  // queued kernels may still use windows and buffers
-  }
-  // Newest first: a resource may depend on one registered before it.
-  for (auto it = all.rbegin(); it != all.rend(); ++it) {
-    try {
-      (*it)->close();
-    } catch (...) {
-      (*it)->forget(); // best effort: still mark it closed
-    }
-  }
-}
-
-void Communicator::forget_all_resources() noexcept {
-  std::vector<std::shared_ptr<Resource>> all;
-  {
-    std::lock_guard<std::mutex> lock(resources_mutex_);
-    all.swap(resources_);
-  }
-  for (auto& r : all) {
-    r->forget();
-  }
+  comm.call(nccl().RedOpDestroy(op_, comm.get()), "ncclRedOpDestroy");
 }
 
 } // namespace nccl_core

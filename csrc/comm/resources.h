@@ -31,7 +31,7 @@ class Resource {
   void close();
   // close() for an owner that knows no queued kernel uses the memory any
   // more (it waited for its own): no device-wide wait, which could sit
-  // behind another group's stuck kernel (issue 47 hazard h).
+  // behind another group's stuck kernel.
   void close_unused();
   bool is_valid() const;
   // "RegisteredBufferHandle", ... (the Python class name, for messages).

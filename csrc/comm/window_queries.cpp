@@ -8,6 +8,7 @@
 #include "comm/device_scope.h"
 #include "nccl/api.h"
 #include "nccl/newer.h"
+#include "nccl/seam.h"
 
 namespace nccl_core::window_queries {
 
@@ -54,21 +55,21 @@ std::optional<void*> descriptor_peer_pointer(const Window& w, int peer, size_t o
 
 void* nccl_lsa_pointer(const Window& w, int lsa_rank, size_t offset) {
   check_lsa_rank(w, lsa_rank);
-  auto fn = api::require<newer::GetLsaDevicePointerFn>(
-      "ncclGetLsaDevicePointer", "ncclGetLsaDevicePointer", newer::kHostPointersVersion);
+  nccl().require("ncclGetLsaDevicePointer", "ncclGetLsaDevicePointer",
+                 newer::kHostPointersVersion);
   void* out = nullptr;
-  NCCL_CORE_CHECK(nullptr, fn(w.handle(), offset, lsa_rank, &out));
+  NCCL_CORE_CHECK(nullptr, nccl().GetLsaDevicePointer(w.handle(), offset, lsa_rank, &out));
   return out;
 }
 
 std::optional<void*> nccl_peer_pointer(const Window& w, int peer, size_t offset) {
-  auto fn = api::require<newer::GetPeerDevicePointerFn>(
-      "ncclGetPeerDevicePointer", "ncclGetPeerDevicePointer", newer::kHostPointersVersion);
+  nccl().require("ncclGetPeerDevicePointer", "ncclGetPeerDevicePointer",
+                 newer::kHostPointersVersion);
   int nranks = owner_of(w)->nranks();
   NCCL_CORE_REQUIRE(peer >= 0 && peer < nranks, "peer ", peer,
                     " is outside the communicator of ", nranks, " ranks");
   void* out = nullptr;
-  NCCL_CORE_CHECK(nullptr, fn(w.handle(), offset, peer, &out));
+  NCCL_CORE_CHECK(nullptr, nccl().GetPeerDevicePointer(w.handle(), offset, peer, &out));
   if (out == nullptr) {
     return std::nullopt;  // not reachable by load/store
   }
@@ -76,12 +77,11 @@ std::optional<void*> nccl_peer_pointer(const Window& w, int peer, size_t offset)
 }
 
 void* nccl_user_ptr(const Window& w) {
-  auto fn = api::require<newer::WinGetUserPtrFn>("ncclWinGetUserPtr", "ncclWinGetUserPtr",
-                                                 newer::kHostPointersVersion);
+  nccl().require("ncclWinGetUserPtr", "ncclWinGetUserPtr", newer::kHostPointersVersion);
   auto comm = owner_of(w);
   ncclComm_t c = comm->get();
   void* out = nullptr;
-  NCCL_CORE_CHECK(c, fn(c, w.handle(), &out));
+  NCCL_CORE_CHECK(c, nccl().WinGetUserPtr(c, w.handle(), &out));
   return out;
 }
 

@@ -9,16 +9,13 @@
 #include "nccl/api.h"
 #include "nccl/features.h"
 #include "nccl/newer.h"
+#include "nccl/seam.h"
 
 namespace nccl_core {
 
 namespace {
 
 using namespace layout;
-
-using DevCommCreateFn = ncclResult_t(ncclComm_t, const void*, void*);
-using DevCommDestroyFn = ncclResult_t(ncclComm_t, const void*);
-using QueryPropertiesFn = ncclResult_t(ncclComm_t, void*);
 
 RequirementsBody body_of(const DevCommRequirements& q) {
   RequirementsBody r;
@@ -39,7 +36,7 @@ Properties229 query_properties(Communicator& comm, const features::Feature& f, c
   if (!features::available(f)) {
     features::refuse(f, what);
   }
-  auto fn = api::require<QueryPropertiesFn>("ncclCommQueryProperties", what, f.native_since);
+  nccl().require("ncclCommQueryProperties", what, f.native_since);
   int claimed = claimed_version(api::loaded_version());
   PropertiesStorage p{};
   p.head.magic = kApiMagic;
@@ -48,7 +45,7 @@ Properties229 query_properties(Communicator& comm, const features::Feature& f, c
                 : has_229_7_fields(claimed)          ? sizeof(Properties229)
                                                      : offsetof(Properties229, host_rma_support);
   ncclComm_t c = comm.get();
-  NCCL_CORE_CHECK(c, fn(c, &p));
+  NCCL_CORE_CHECK(c, nccl().CommQueryProperties(c, &p));
   // The run-time side of layout_checks.cu: the loaded release must have put
   // rank and size where our layout has them.
   if (p.head.rank != comm.rank() || p.head.nranks != comm.nranks()) {
@@ -108,8 +105,7 @@ DevComm::DevComm(std::shared_ptr<Communicator> comm, const DevCommRequirements& 
 std::shared_ptr<DevComm> DevComm::create(const std::shared_ptr<Communicator>& comm,
                                          const DevCommRequirements& req) {
   req.validate();
-  auto create_fn = api::require<DevCommCreateFn>("ncclDevCommCreate", "create_dev_comm",
-                                                 newer::kDeviceApiVersion);
+  nccl().require("ncclDevCommCreate", "create_dev_comm", newer::kDeviceApiVersion);
   int v = api::loaded_version();
   if (!features::available(features::kDevCommGinConnection)) {
     const char* newer_field = req.gin_connection_type != 0 ? "gin_connection_type"
@@ -139,10 +135,10 @@ std::shared_ptr<DevComm> DevComm::create(const std::shared_ptr<Communicator>& co
     r.gin_connection_type = req.gin_connection_type;
     r.gin_exclusive_contexts = req.gin_exclusive_contexts;
     r.gin_queue_depth = req.gin_queue_depth;
-    comm->run("ncclDevCommCreate", [&] { return create_fn(c, &r, out); });
+    comm->run("ncclDevCommCreate", [&] { return nccl().DevCommCreate(c, &r, out); });
   } else {
     RequirementsBody r = body_of(req);
-    comm->run("ncclDevCommCreate", [&] { return create_fn(c, &r, out); });
+    comm->run("ncclDevCommCreate", [&] { return nccl().DevCommCreate(c, &r, out); });
   }
   comm->wait_ready("ncclDevCommCreate");
   comm->track(dc);
@@ -168,10 +164,9 @@ const void* DevComm::ptr() const {
 }
 
 void DevComm::release(Communicator& comm) {
-  auto destroy_fn = api::require<DevCommDestroyFn>("ncclDevCommDestroy", "DevCommResource.close",
-                                                   newer::kDeviceApiVersion);
+  nccl().require("ncclDevCommDestroy", "DevCommResource.close", newer::kDeviceApiVersion);
   ncclComm_t c = comm.get();
-  comm.run("ncclDevCommDestroy", [&] { return destroy_fn(c, storage_.data()); });
+  comm.run("ncclDevCommDestroy", [&] { return nccl().DevCommDestroy(c, storage_.data()); });
 }
 
 CommProperties comm_properties(Communicator& comm) {

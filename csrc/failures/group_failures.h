@@ -27,7 +27,6 @@
 #include "failures/ephemeral_timeout.h"
 #include "failures/error_policy.h"
 #include "failures/flight_recorder.h"
-#include "failures/nan_strict_check.h"
 #include "failures/nan_watch.h"
 #include "failures/watchdog.h"
 #include "op/group_info.h"

@@ -1,14 +1,17 @@
 #include "failures/nan_watch.h"
 
+#include <ATen/ATen.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/util/Exception.h>
 
 #include <optional>
+#include <string>
 #include <utility>
 
 #include "failures/error_policy.h"
 #include "op/group_info.h"
 #include "nccl/api.h"
+#include "op/errors.h"
 
 namespace nccl_core {
 
@@ -145,6 +148,43 @@ void NanWatch::raise_if_found(GroupInfo* group) {
     group->mark_raised();  // policy 2 aborts here, in the raising thread
   }
   C10_THROW_ERROR(DistBackendError, message());
+}
+
+// --- strict mode ---------------------------------------------------------
+
+
+namespace {
+
+bool may_hold_nan(const at::Tensor& t) {
+  return t.defined() && t.numel() > 0 &&
+         (at::isFloatingType(t.scalar_type()) || at::isComplexType(t.scalar_type()));
+}
+
+}  // namespace
+
+void check_for_nan(const std::vector<at::Tensor>& tensors, const char* op, uint64_t seq,
+                   bool capturing) {
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const at::Tensor& t = tensors[i];
+    if (!may_hold_nan(t)) {
+      continue;
+    }
+    at::Tensor nan = at::isnan(t);
+    std::string where = std::string("nccl_core: NaN check (strict): the input") +
+                        (tensors.size() > 1 ? " " + std::to_string(i) : std::string()) +
+                        " of " + op + " (seq " + std::to_string(seq) + ") holds NaN";
+    if (capturing) {
+      // Replays assert on the device; the host never waits in a graph.
+      at::_assert_async(at::logical_not(nan.any()), where);
+      continue;
+    }
+    if (nan.any().item<bool>()) {
+      int64_t first = nan.reshape({-1}).to(at::kByte).argmax().item<int64_t>();
+      NCCL_CORE_CHECK_VALUE(false, where, " (first at flat element ", first, " of ", t.numel(),
+                            ", dtype ", c10::toString(t.scalar_type()),
+                            "); the op was not issued");
+    }
+  }
 }
 
 }  // namespace nccl_core

@@ -91,7 +91,7 @@ class Watchdog {
   // The group is being destroyed (destroy_process_group): from here the
   // thread retires finished work but raises nothing, as backend nccl's
   // watchdog stops at shutdown; the shutdown itself bounds its wait and
-  // aborts (issue 47: a call that never matched ended the process by
+  // aborts (a call that never matched ended the process by
   // SIGABRT while the program was leaving).
   void wind_down() { winding_down_.store(true); }
   // TORCH_NCCL_BLOCKING_WAIT: timeouts reach the program through wait()
@@ -149,8 +149,7 @@ class Watchdog {
   std::vector<Entry> entries_;
   // Failed ops whose kernels may still run (no abort yet, or one not yet
   // felt): their tensors stay held until the GPU has passed them, so no
-  // freed memory is reused under a kernel that still writes it (issue 47
-  // hazard f).  Released by sweep().
+  // freed memory is reused under a kernel that still writes it.  Released by sweep().
   std::vector<Entry> held_after_error_;
   // Set once by set_comm() and follow(), before calls are made; read by the
   // watchdog thread.

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nccl/api.h"
+#include "nccl/seam.h"
 #include "util/checked.h"
 
 namespace nccl_core::memory {
@@ -61,7 +62,7 @@ struct OnDevice {
 
 void free_now(void* ptr, int device) noexcept {
   OnDevice on(device);
-  (void)ncclMemFree(ptr);
+  (void)nccl().MemFree(ptr);
 }
 
 // Frees waiting for the GPU work queued before them (release_after_use).
@@ -146,7 +147,7 @@ void* allocate(size_t bytes, int device) {
   size_t n = bytes == 0 ? 1 : bytes;
   c10::cuda::CUDAGuard guard(static_cast<c10::DeviceIndex>(device));
   void* ptr = nullptr;
-  NCCL_CORE_CHECK(nullptr, ncclMemAlloc(&ptr, n));
+  NCCL_CORE_CHECK(nullptr, nccl().MemAlloc(&ptr, n));
   {
     std::lock_guard<std::mutex> lock(table_mutex());
     table()[ptr] = Entry{n, device};

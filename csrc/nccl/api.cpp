@@ -4,28 +4,26 @@
 
 #include <mutex>
 
+#include "nccl/seam.h"
 #include "util/checked.h"
 
 namespace nccl_core::api {
 
 namespace {
-// "ncclAllReduce(a, b)" -> "ncclAllReduce": the message names the call only.
+// "ncclAllReduce(a, b)" -> "ncclAllReduce", and a call through the seam,
+// "nccl().AllReduce(a, b)", by NCCL's name too: the message names the call only.
 std::string call_name(const char* call) {
   std::string s(call);
-  auto paren = s.find('(');
-  return paren == std::string::npos ? s : s.substr(0, paren);
+  const bool seam = s.rfind("nccl().", 0) == 0;
+  auto paren = s.find('(', seam ? 7 : 0);
+  s = paren == std::string::npos ? s : s.substr(0, paren);
+  return seam ? "nccl" + s.substr(7) : s;
 }
 } // namespace
 
 int loaded_version() {
-  static const int version = [] {
-    int v = 0;
-    if (ncclGetVersion(&v) != ncclSuccess) {
-      return 0;
-    }
-    return v;
-  }();
-  return version;
+  int v = 0;
+  return nccl().GetVersion(&v) == ncclSuccess ? v : 0;
 }
 
 std::string version_string(int code) {
@@ -42,8 +40,8 @@ bool check(ncclResult_t result, const char* call, ncclComm_t comm) {
   if (result == ncclInProgress) {
     return true;
   }
-  std::string msg = call_name(call) + " failed: " + ncclGetErrorString(result);
-  const char* last = ncclGetLastError(comm);
+  std::string msg = call_name(call) + " failed: " + nccl().GetErrorString(result);
+  const char* last = nccl().GetLastError(comm);
   if (last != nullptr && last[0] != '\0') {
     msg += " (";
     msg += last;

@@ -2,9 +2,10 @@
 //
 // Every NCCL and CUDA call made by the extension goes through `check` /
 // `cuda_check`, which turn a failing result into an exception that names the
-// call and carries NCCL's own last-error text.  APIs newer than NCCL 2.28 are
-// resolved at run time (`symbol<Fn>`) so one build loads against any NCCL from
-// 2.28 on and lights up newer features when the loaded library has them.
+// call and carries NCCL's own last-error text.  NCCL itself is reached through
+// the seam (seam.h), where APIs newer than NCCL 2.28 are resolved at run time,
+// so one build loads against any NCCL from 2.28 on and lights up newer
+// features when the loaded library has them.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -59,26 +60,14 @@ bool check(ncclResult_t result, const char* call, ncclComm_t comm = nullptr);
 void cuda_check(cudaError_t err, const char* call);
 
 // Run-time lookup of an NCCL symbol in the loaded library; nullptr if absent.
+// For the seam's implementation (loaded_nccl.cpp); everything else asks
+// nccl().provides / nccl().require (seam.h).
 void* find_symbol(const char* name);
-
-// Resolves `name` or throws NcclUnsupported naming `feature` and the release
-// that brought it.
-template <class Fn>
-Fn* require(const char* name, const char* feature, int needed_version) {
-  void* sym = find_symbol(name);
-  if (sym == nullptr) {
-    throw NcclUnsupported(std::string(feature) + " needs NCCL " +
-                          version_string(needed_version) + " or newer (" +
-                          name + "); the loaded NCCL is " +
-                          version_string(loaded_version()));
-  }
-  return reinterpret_cast<Fn*>(sym);
-}
 
 } // namespace api
 } // namespace nccl_core
 
-// Checked NCCL call: NCCL_CORE_CHECK(comm, ncclAllReduce(...)).
+// Checked NCCL call: NCCL_CORE_CHECK(comm, nccl().AllReduce(...)).
 #define NCCL_CORE_CHECK(comm, expr) ::nccl_core::api::check((expr), #expr, (comm))
 // Argument check of the nccl.core-style API: throws NcclInvalid(concat(...)).
 #define NCCL_CORE_REQUIRE(cond, ...)                                  \

@@ -14,6 +14,7 @@
 
 #include "nccl/api.h"
 #include "nccl/features.h"
+#include "nccl/seam.h"
 
 namespace nccl_core::newer {
 
@@ -46,6 +47,9 @@ using WaitSignalFn = ncclResult_t(int, WaitSignalDesc*, ncclComm_t, cudaStream_t
 using CommSuspendFn = ncclResult_t(ncclComm_t, int);
 using CommRevokeFn = ncclResult_t(ncclComm_t, int);
 using CommResumeFn = ncclResult_t(ncclComm_t);
+using QueryPropertiesFn = ncclResult_t(ncclComm_t, void*);
+using DevCommCreateFn = ncclResult_t(ncclComm_t, const void*, void*);
+using DevCommDestroyFn = ncclResult_t(ncclComm_t, const void*);
 
 // Window flags: NCCL_WIN_COLL_SYMMETRIC (2.27.3), NCCL_WIN_STRICT_ORDERING (2.29.7).
 constexpr int kWinCollSymmetric = 0x1;
@@ -64,7 +68,7 @@ constexpr int kDeviceApiVersion = features::kDevComm.native_since;
 
 // True when the loaded NCCL has the 2.29 host-side window pointer queries.
 inline bool has_host_pointer_queries() {
-  return api::find_symbol("ncclGetLsaDevicePointer") != nullptr;
+  return nccl().provides("ncclGetLsaDevicePointer");
 }
 
 } // namespace nccl_core::newer

@@ -114,7 +114,7 @@ class Engine {
   // stream they are launched on, as any collective of one communicator is:
   // replaying a graph that holds our calls at the same time as eager calls
   // on another stream, unordered, is the program's error, as it would be
-  // with NCCL's own kernels (issue 47 hazard c; NCCL asks for one order of
+  // with NCCL's own kernels (NCCL asks for one order of
   // operations per communicator).
   void follow(cudaStream_t stream);
   // After a launch on `stream`: what the next call on another stream waits for.

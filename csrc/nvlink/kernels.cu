@@ -22,7 +22,7 @@ __device__ __forceinline__ size_t smin(size_t a, size_t b) { return a < b ? a : 
 // with 64 blocks than 32 for the same reason).  A call whose threads get
 // one pack each has nothing to overlap and pays for the wide loop's
 // registers and bounds checks (+0.5-0.7 us a call at 64-256 KiB on 2xH200,
-// session 9), so it takes the narrow kernel (wide_for below).
+// 2026-11-28), so it takes the narrow kernel (wide_for below).
 constexpr int kInFlight = 4;
 
 template <bool Wide>
@@ -242,7 +242,7 @@ bool aligned16(uintptr_t v) { return (v & 15) == 0; }
 // NVLink; small ones pay for every block at the barrier.  Measured on 2xH200
 // (NVLink), 100 bf16 all_reduces in a CUDA graph, µs a call at 16 / 32 / 64
 // blocks: 128 KiB 7.0 / 7.4 / 8.3, 256 KiB 8.8 / 7.8 / 8.9, 512 KiB
-// 12.9 / 10.2 / 9.1, 1 MiB 19.7 / 13.7 / 11.2 (session 7, 2026-11-27;
+// 12.9 / 10.2 / 9.1, 1 MiB 19.7 / 13.7 / 11.2 (2026-11-27;
 // beyond 2 ranks taken from 2).  Not 64: two of six graphs of 512 KiB -
 // 1 MiB calls at 64 blocks took 54-57 µs a call, not yet understood (a
 // guess: every block polls every peer block's flag, blocks squared).

@@ -235,8 +235,8 @@ __global__ void __launch_bounds__(kThreads)
 // a block waits on peers, never on another block of its rank, but peers'
 // blocks wait on it).  More blocks than the barrier kernels' 32: a thread
 // waits out one line's trip at a time, so 256 KiB - 512 KiB calls ran 14-24 %
-// faster with 128 blocks (session 13).  Ranks need not agree on the grid:
-// nothing counts blocks across ranks.
+// faster with 128 blocks (bench/results/path-table-h200-2026-11-29.md).
+// Ranks need not agree on the grid: nothing counts blocks across ranks.
 unsigned blocks_for_lines(const Shared& s, size_t bytes) {
   size_t lines = (bytes + kOneWayLineData - 1) / kOneWayLineData;
   size_t blocks = (lines + kThreads - 1) / kThreads;

@@ -1,7 +1,7 @@
 // Where each dist collective runs: our NVLink kernels (the fast path of
 // engine.h, the push all-reduce of push.h) or NCCL, by world size,
 // operation and size.  One table, each row with the measurement that set it
-// (issue 48: no size may be slower than backend nccl); a group's options
+// (no size may be slower than backend nccl); a group's options
 // (fast_path_max_bytes, push_min_bytes, push_max_bytes and their NCCL_CORE_*
 // variables) override it for every operation, in both modes.  Sizes are what
 // the fast path stages: the call's input bytes on each rank.  The fast path

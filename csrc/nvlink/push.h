@@ -1,11 +1,11 @@
 // All-reduce in place as one kernel of ours that pushes through NVLink: the
-// larger all-reduces of issue 6, where NCCL's ring leaves NVLink bandwidth
+// larger all-reduces, where NCCL's ring leaves NVLink bandwidth
 // unused.  It touches no peer's tensor: every remote store lands in the
 // peer's staging window (the engine's, nvlink/engine.h), whose size follows
 // the call size alone.  So whether a call takes it, and where its stores
 // land, depend only on the call's arguments (bytes, type, op) and the group,
-// never on where the ranks' tensors live or how their allocators look
-// (issue 41): any memory, any offset, any alignment.
+// never on where the ranks' tensors live or how their allocators look:
+// any memory, any offset, any alignment.
 //
 // Rank r, block b; every rank cuts each chunk into the same per-block
 // slices, so blocks synchronise pairwise with their namesakes, never
@@ -20,7 +20,7 @@
 //      peer's result (chunk p, in r's result slot for p) into r's tensor.
 // Each byte crosses NVLink twice, as in a ring, but as posted stores with
 // no pipeline steps; the last copy is local.  Remote *loads* cap near
-// 220 GB/s on the same links (bench/NOTES.md section 9), which is why
+// 220 GB/s on the same links (bench/results/two-shot-ctas-launch-4gpu-h200-2026-11-22.md), which is why
 // nothing here pulls.
 //
 // Slots sit at fixed places of the window, whatever the call's size: the
@@ -33,7 +33,7 @@
 // one after another, engine.h).  A layout cut from each call's own chunk
 // would break that: a larger call's input slots cover a smaller previous
 // call's result slots, which a slow peer may still be copying out after it
-// raised flag 2 (issue 47: DDP under GPU contention took a whole chunk of
+// raised flag 2 (DDP under GPU contention took a whole chunk of
 // its 8 MB bucket from the next 31 MB bucket's inputs).
 // Flags and per-block call counters make the kernel safe to replay from a
 // CUDA graph and to follow itself on one stream; the communicator's abort

@@ -4,7 +4,7 @@
 //
 // Made at the first call that needs it and remade larger at a call that
 // needs more; every rank makes the same calls, so every rank does this at
-// the same call, outside graph capture (issue 47 hazards b, e, h):
+// the same call, outside graph capture:
 //   - every rank learns whether every rank could allocate before any window
 //     collective starts: a rank short of memory turns the push off on every
 //     rank alike instead of leaving its peers in a window collective until

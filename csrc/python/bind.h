@@ -15,9 +15,6 @@ void bind_memory(pybind11_ns::module_& m);        // memory.cpp
 void bind_rma(pybind11_ns::module_& m);           // rma.cpp (after bind_communicator)
 void bind_device(pybind11_ns::module_& m);        // device.cpp (after bind_communicator)
 void bind_features(pybind11_ns::module_& m);      // features.cpp
-void bind_window_checks(pybind11_ns::module_& m); // window_checks.cpp (after bind_device)
 void bind_paths(pybind11_ns::module_& m);         // paths.cpp
-void bind_failure_checks(pybind11_ns::module_& m); // failure_checks.cpp
-void bind_nvlink_lab(pybind11_ns::module_& m);     // nvlink_lab.cpp
 
 } // namespace nccl_core::python

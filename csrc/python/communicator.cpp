@@ -13,6 +13,7 @@
 #include "memory/vmm.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "nccl/seam.h"
 #include "python/bind.h"
 #include "python/convert.h"
 #include "rma/signals.h"
@@ -205,7 +206,7 @@ void bind_communicator(py::module_& m) {
       "get_error_string",
       [](py::handle result) {
         int r = checked::narrow<int>(as_int(result, "nccl_result"), "nccl_result");
-        return std::string(ncclGetErrorString(static_cast<ncclResult_t>(r)));
+        return std::string(nccl().GetErrorString(static_cast<ncclResult_t>(r)));
       },
       arg("nccl_result"), "Human-readable string of an NCCL result code.");
 }

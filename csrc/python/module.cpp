@@ -6,6 +6,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "nccl/api.h"
+#include "nccl/seam.h"
 #include "util/host_profile.h"
 #include "python/bind.h"
 
@@ -48,7 +49,7 @@ PYBIND11_MODULE(_C, m) {
   m.def("build_nccl_version", [] { return NCCL_VERSION_CODE; },
         "Version code of the NCCL headers the extension was built with.");
   m.def("has_symbol", [](const std::string& name) {
-    return nccl_core::api::find_symbol(name.c_str()) != nullptr;
+    return nccl_core::nccl().provides(name.c_str());
   }, "Whether the loaded NCCL exports `name`.");
 
   m.def(
@@ -75,8 +76,5 @@ PYBIND11_MODULE(_C, m) {
   nccl_core::python::bind_rma(m);
   nccl_core::python::bind_device(m);
   nccl_core::python::bind_features(m);
-  nccl_core::python::bind_window_checks(m);
   nccl_core::python::bind_paths(m);
-  nccl_core::python::bind_failure_checks(m);
-  nccl_core::python::bind_nvlink_lab(m);
 }

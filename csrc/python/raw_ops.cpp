@@ -1,6 +1,6 @@
 // Bindings of the raw operations on Communicator (collectives/raw_ops.h): the
 // nccl.core collectives and point-to-point calls.  They are bound as
-// vectorcall methods (fastcall.h): their host cost is what issue 6 bounds.
+// vectorcall methods (fastcall.h): their host cost is what a raw call is for.
 #include <c10/cuda/CUDAGuard.h>
 #include <pybind11/pybind11.h>
 #include <torch/csrc/utils/pybind.h>

@@ -1,5 +1,5 @@
 // What every rank must agree on before register_mem_pool(symm=True) makes
-// its windows, one collective per segment (issue 47 hazard g).  Each check
+// its windows, one collective per segment.  Each check
 // is an exchange every rank makes, so every rank reaches the same answer and
 // raises the same error: no rank goes on into a window collective that its
 // peers have left (they would wait until the timeout).

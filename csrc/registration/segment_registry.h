@@ -43,6 +43,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -93,6 +94,8 @@ class Registry {
   Counts counts(const Communicator* comm, std::optional<PoolId> pool = std::nullopt) const;
 
  private:
+  static std::string pool_name(PoolId p);
+  static void warn(const std::string& what, const std::exception* e);
   struct Segment {
     std::weak_ptr<Resource> handle;
     size_t size = 0;

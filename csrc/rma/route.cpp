@@ -11,6 +11,7 @@
 #include "device/dev_comm.h"
 #include "nccl/api.h"
 #include "nccl/features.h"
+#include "nccl/seam.h"
 
 namespace nccl_core::rma {
 
@@ -30,9 +31,8 @@ constexpr uint64_t kNoHostRma = 1u << 3; // NCCL says hostRmaSupport = false
 constexpr uint64_t kFailed = 1u << 4;    // ncclCommQueryProperties failed here
 
 bool has_native_calls() {
-  return api::find_symbol("ncclPutSignal") != nullptr &&
-         api::find_symbol("ncclSignal") != nullptr &&
-         api::find_symbol("ncclWaitSignal") != nullptr;
+  return nccl().provides("ncclPutSignal") && nccl().provides("ncclSignal") &&
+         nccl().provides("ncclWaitSignal");
 }
 
 Route* setting_of(const Communicator& comm) {

@@ -8,6 +8,7 @@
 #include "nccl/api.h"
 #include "nccl/newer.h"
 #include "nccl/types.h"
+#include "nccl/seam.h"
 #include "rma/kernels.h"
 #include "util/checked.h"
 
@@ -84,10 +85,8 @@ void require_symmetric_source(const Communicator& comm, const Buffer& src, size_
 // every rank already is, at the agreement: a signal to itself, waited for, on
 // a private stream (both of NCCL's counters for this pair advance by one).
 void set_up_nccl(Communicator& comm) {
-  auto signal_fn = api::require<newer::SignalFn>("ncclSignal", "one-sided set-up",
-                                                 newer::kSignalsVersion);
-  auto wait_fn = api::require<newer::WaitSignalFn>("ncclWaitSignal", "one-sided set-up",
-                                                   newer::kSignalsVersion);
+  nccl().require("ncclSignal", "one-sided set-up", newer::kSignalsVersion);
+  nccl().require("ncclWaitSignal", "one-sided set-up", newer::kSignalsVersion);
   DeviceScope on_device(comm.device());
   struct Stream {
     cudaStream_t s = nullptr;
@@ -100,9 +99,9 @@ void set_up_nccl(Communicator& comm) {
   NCCL_CORE_CUDA_CHECK(cudaStreamCreateWithFlags(&st.s, cudaStreamNonBlocking));
   ncclComm_t c = comm.get();
   int self = comm.rank();
-  comm.run("ncclSignal (one-sided set-up)", [&] { return signal_fn(self, 0, 0, 0u, c, st.s); });
+  comm.run("ncclSignal (one-sided set-up)", [&] { return nccl().Signal(self, 0, 0, 0u, c, st.s); });
   newer::WaitSignalDesc desc{1, self, 0, 0};
-  comm.run("ncclWaitSignal (one-sided set-up)", [&] { return wait_fn(1, &desc, c, st.s); });
+  comm.run("ncclWaitSignal (one-sided set-up)", [&] { return nccl().WaitSignal(1, &desc, c, st.s); });
   NCCL_CORE_CUDA_CHECK(cudaStreamSynchronize(st.s));
 }
 
@@ -127,8 +126,7 @@ void require_set_up(const SignalArea& area, const char* what) {
 } // namespace
 
 bool native() {
-  return api::find_symbol("ncclPutSignal") != nullptr &&
-         api::find_symbol("ncclWaitSignal") != nullptr;
+  return nccl().provides("ncclPutSignal") && nccl().provides("ncclWaitSignal");
 }
 
 void prepare(const std::shared_ptr<Communicator>& comm) {
@@ -297,9 +295,9 @@ void put_signal(Communicator& comm, const Buffer& src, int peer, const Window& w
     require_symmetric_source(comm, src, bytes, peer);
     require_set_up(*area, "put_signal");
     refuse_capture(comm, stream, "put_signal");
-    auto fn = api::require<newer::PutSignalFn>("ncclPutSignal", "put_signal",
-                                               newer::kSignalsVersion);
-    comm.call(fn(src.ptr, src.count, src.type, peer, win, offset, 0, 0, 0u, comm.get(), stream),
+    nccl().require("ncclPutSignal", "put_signal", newer::kSignalsVersion);
+    comm.call(nccl().PutSignal(src.ptr, src.count, src.type, peer, win, offset, 0, 0, 0u,
+                               comm.get(), stream),
               "ncclPutSignal");
     return;
   }
@@ -321,8 +319,8 @@ void signal(Communicator& comm, int peer, cudaStream_t stream) {
     }
     require_set_up(*area, "signal");
     refuse_capture(comm, stream, "signal");
-    auto fn = api::require<newer::SignalFn>("ncclSignal", "signal", newer::kSignalsVersion);
-    comm.call(fn(peer, 0, 0, 0u, comm.get(), stream), "ncclSignal");
+    nccl().require("ncclSignal", "signal", newer::kSignalsVersion);
+    comm.call(nccl().Signal(peer, 0, 0, 0u, comm.get(), stream), "ncclSignal");
     return;
   }
   unsigned long long* counter = area->remote_counter(peer);
@@ -355,9 +353,9 @@ void wait_signal(Communicator& comm, const std::vector<WaitDesc>& descs, cudaStr
   if (!remote.empty()) {
     require_set_up(*area, "wait_signal");
     refuse_capture(comm, stream, "wait_signal");
-    auto fn = api::require<newer::WaitSignalFn>("ncclWaitSignal", "wait_signal",
-                                                newer::kSignalsVersion);
-    comm.call(fn(static_cast<int>(remote.size()), remote.data(), comm.get(), stream),
+    nccl().require("ncclWaitSignal", "wait_signal", newer::kSignalsVersion);
+    comm.call(nccl().WaitSignal(static_cast<int>(remote.size()), remote.data(), comm.get(),
+                                stream),
               "ncclWaitSignal");
   }
   if (local.empty()) {

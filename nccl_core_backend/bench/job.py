@@ -145,7 +145,7 @@ def start_job(device: torch.device, high_priority=()) -> Job:
 def finish(code: int) -> None:
     """Ends the process without tearing the groups down.  Destroying a backend
     nccl group whose communicator captured a CUDA graph never returns on
-    torch 2.11 / NCCL 2.28.9 (pytorch/pytorch#115388; bench/NOTES.md §9), and
+    torch 2.11 / NCCL 2.28.9 (pytorch/pytorch#115388; bench/results/two-shot-ctas-launch-4gpu-h200-2026-11-22.md), and
     every result is written by now."""
     sys.stdout.flush()
     sys.stderr.flush()

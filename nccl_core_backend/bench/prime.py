@@ -3,7 +3,7 @@
 nccl_core keeps an operation's CUDA end event until its watchdog sees the
 operation finish (every 100 ms) and reuses it afterwards, so a fresh process
 creates a new event for each of its first few thousand calls: 1-2 µs of host
-time a call more than later (bench/NOTES.md section 26).  Backend nccl's first
+time a call more than later (bench/results/pending-one-gpu-launch-floor-1gpu-h200-2026-11-29.md).  Backend nccl's first
 calls are slower still: at world 1, rows timed after 8 000 calls measured
 0.69-0.82 of `nccl` against 0.63-0.73 when cold, so cold rows flattered
 nccl_core.  So before the sweep each backend makes small all-reduces for

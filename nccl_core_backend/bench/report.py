@@ -199,7 +199,7 @@ def render(result: dict) -> str:
         parts += ["", footprint_table(result["footprint"])]
     slow = slower_rows(result)
     if slow:
-        parts += ["", f"SLOWER THAN nccl BY MORE THAN {SLOWER_MARGIN:.0%} (issue 48): " + "; ".join(slow)]
+        parts += ["", f"SLOWER THAN nccl BY MORE THAN {SLOWER_MARGIN:.0%}: " + "; ".join(slow)]
     unsteady = unsteady_rows(result)
     if unsteady:
         parts += ["", f"UNSTEADY (nccl_core's p90 at least {UNSTEADY_SPREAD:g}x its p10: "
@@ -211,7 +211,7 @@ def render(result: dict) -> str:
 
 
 # nccl_core may be this much slower than nccl on a row before the report
-# names it (the run-to-run spread of a median; issue 48's limit).
+# names it (the run-to-run spread of a median).
 SLOWER_MARGIN = 0.02
 
 
@@ -228,7 +228,7 @@ def slower_rows(result: dict, margin: float = SLOWER_MARGIN) -> list[str]:
 
 # A row whose p90 is this many times its p10 (and UNSTEADY_MIN_US above it)
 # had rounds that stalled, not noise: a kernel variant that passed every
-# check once ran whole rounds of graph replays 30-200x slower (session 13).
+# check once ran whole rounds of graph replays 30-200x slower.
 UNSTEADY_SPREAD = 3.0
 UNSTEADY_MIN_US = 20.0
 

@@ -19,7 +19,7 @@ def as_nccl_core(backend):
 def check_routed(pg, backend) -> None:
     """Raises when a group that was routed to nccl_core got another CUDA
     backend: a conformance run whose groups fell back to torch's own backend
-    would count torch's results as ours (issue 47)."""
+    would count torch's results as ours."""
     if "nccl_core" not in str(as_nccl_core(backend)).lower():
         return
     import torch

@@ -1,4 +1,4 @@
-"""Issue 26, bad input: numbers and objects that used to wrap, truncate or be
+"""Bad input: numbers and objects that used to wrap, truncate or be
 copied silently are refused with a message naming the problem.  Everything
 here is checked before any GPU is touched, so it runs on any machine (the
 GPU side is tests/gpu/cases/bad_input.py)."""

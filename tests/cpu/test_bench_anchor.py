@@ -159,13 +159,13 @@ def test_rows_slower_than_nccl_are_named_with_their_path():
     r["collectives"][1]["ratio"] = 1.02  # within the margin
     assert report.slower_rows(r) == ["all_reduce 64 MiB 1.03 (path nccl)"]
     assert report.render(r).splitlines()[-1] == \
-        "SLOWER THAN nccl BY MORE THAN 2% (issue 48): all_reduce 64 MiB 1.03 (path nccl)"
+        "SLOWER THAN nccl BY MORE THAN 2%: all_reduce 64 MiB 1.03 (path nccl)"
     assert report.slower_rows(anchored_result()) == []
 
 
 def test_rows_whose_rounds_stalled_are_named():
     r = anchored_result()
-    # Session 14's stall: a graph row fine at p10, hundreds of us at p90.
+    # A stall seen on 4xH200: a graph row fine at p10, hundreds of us at p90.
     r["collectives"].append({"op": "all_reduce_graph", "bytes": 128 * KiB, "dtype": "bfloat16",
                              "iters": 100, "count": 100, "path": "fast",
                              "nccl_core": {**_timing(145.1), "p10_us": 4.73, "p90_us": 296.3},

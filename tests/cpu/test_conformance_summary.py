@@ -1,5 +1,5 @@
 """tests/conformance/summary.py: which differences between the two backends'
-results fail the conformance part (issue 47 item 6)."""
+results fail the conformance part."""
 
 from __future__ import annotations
 

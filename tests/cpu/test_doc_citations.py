@@ -1,6 +1,6 @@
-"""Notes and docs cite files that exist (issue 49 item 5).
+"""Notes and docs cite files that exist.
 
-Every repository path in backticks in ``bench/NOTES.md``, ``docs/*.md`` and
+Every repository path in backticks in ``docs/*.md``, ``bench/results/*.md`` and
 ``README.md`` (``csrc/...``, ``bench/...``, ``tests/...`` and so on, with
 ``{a,b}`` alternatives) must name a file or folder of the checkout.  A file
 that is gone is cited without backticks, with where it went
@@ -40,8 +40,9 @@ def cited_but_missing(files: list[str]) -> list[str]:
 
 
 def test_notes_and_docs_cite_files_that_exist():
-    files = ["bench/NOTES.md", "README.md"] + sorted(
-        os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md")))
+    files = ["README.md"] + sorted(
+        os.path.relpath(p, ROOT) for p in glob.glob(os.path.join(ROOT, "docs", "*.md"))
+        + glob.glob(os.path.join(ROOT, "bench", "results", "*.md")))
     assert cited_but_missing(files) == []
 
 
@@ -53,5 +54,5 @@ def test_the_check_finds_a_missing_file(tmp_path):
 
 def test_no_prototype_sources_in_bench():
     # bench/ holds scripts that run against the built backend; CUDA prototypes
-    # of shipped kernels drift from them (issue 49).
+    # of shipped kernels drift from them.
     assert glob.glob(os.path.join(ROOT, "bench", "*.cu")) == []

@@ -21,13 +21,13 @@ FLOORS = {
     "nvlink": 4,    # nccl_core's own NVLink kernels (fast path, push)
     "rma": 5,       # one-sided communication
     "collectives": 5,  # the operations layer: every NCCL collective's call, both surfaces
-    "emulation": 5,  # our NVLink kernels for ranks emulated on one GPU (the tests')
     "op": 6,        # one operation's state: end event, timing, error, held tensors
     "failures": 7,  # watchdog, error policy, flight recorder, reports, NaN watch
     "tooling": 7,   # torch's tooling: profiler, completion hooks, comm listener
     "registration": 7,  # memory registration: segments, automatic windows
     "backend": 8,   # the c10d::Backend: lifecycle, dispatch, its operations
-    "python": 9,    # the pybind11 module
+    "python": 9,    # the pybind11 module _C, the product
+    "testing": 10,  # the lab module _testing: emulated ranks, private checks, the fake NCCL
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/[^"]+"')
 
@@ -80,12 +80,25 @@ def _declaration_lines(header: str, cls: str) -> int:
     return end - start + 1
 
 
+def _rooms(folder_path: str) -> dict[str, int]:
+    """unit (a file name without extension) -> lines of its files together:
+    a .cpp or .cu with its header is one room."""
+    rooms: dict[str, int] = {}
+    for name in os.listdir(folder_path):
+        full = os.path.join(folder_path, name)
+        if os.path.isfile(full):
+            with open(full, errors="replace") as f:
+                rooms[name.rsplit(".", 1)[0]] = rooms.get(name.rsplit(".", 1)[0], 0) + sum(1 for _ in f)
+    return rooms
+
+
 def test_sizes_stay_readable():
-    """Every C++ file under 500 lines, no folder above 22 files, the Backend
-    declaration (lifecycle and dispatch) at most 170 lines: 150 for torch
-    2.11's c10d::Backend, and one line for each virtual torch 2.15 added that
-    it overrides (abort hooks, reconfigure, windows, gather_single, ...)."""
-    long_files, crowded = [], []
+    """Every room (a .cpp or .cu with its header) at most 500 lines, no folder
+    above 22 files, the Backend declaration (lifecycle and dispatch) at most
+    170 lines: 150 for torch 2.11's c10d::Backend, and one line for each
+    virtual torch 2.15 added that it overrides (abort hooks, reconfigure,
+    windows, gather_single, ...)."""
+    long_rooms, crowded = [], []
     for folder in sorted(os.listdir(CSRC)):
         path = os.path.join(CSRC, folder)
         if not os.path.isdir(path):
@@ -93,12 +106,9 @@ def test_sizes_stay_readable():
         names = [n for n in os.listdir(path) if os.path.isfile(os.path.join(path, n))]
         if len(names) > 22:
             crowded.append(f"csrc/{folder}: {len(names)} files")
-        for name in names:
-            with open(os.path.join(path, name), errors="replace") as f:
-                n = sum(1 for _ in f)
-            if n >= 500:
-                long_files.append(f"csrc/{folder}/{name}: {n} lines")
-    assert not long_files and not crowded, long_files + crowded
+        long_rooms += [f"csrc/{folder}/{unit}: {n} lines" for unit, n in sorted(_rooms(path).items())
+                       if n > 500]
+    assert not long_rooms and not crowded, long_rooms + crowded
     lines = _declaration_lines(os.path.join(CSRC, "backend", "backend.h"), "Backend")
     assert lines <= 170, f"the Backend declaration is {lines} lines"
 
@@ -125,7 +135,7 @@ def _mutual(edges: dict[str, set[str]]) -> list[str]:
 
 
 def test_no_two_units_of_comm_include_each_other():
-    # issue 49: the communicator sits below its resources and its bounded
+    # the communicator sits below its resources and its bounded
     # calls (its operations are collectives/raw_ops); the buffer type and the
     # open group's holds sit where every user reaches them without a climb.
     assert _mutual(_unit_edges("comm")) == []
@@ -137,15 +147,13 @@ def test_the_unit_check_sees_a_pair():
 
 
 def test_backend_enters_failures_through_one_door():
-    # issue 49: csrc/failures/group_failures.h is the only door from the
-    # floors above (backend/, python/), but for the tests' hooks of the
-    # failure checks (python/failure_checks.cpp).
+    # csrc/failures/group_failures.h is the only door from the
+    # product's floors above (backend/, python/); the lab (testing/) may
+    # reach the failure checks' pure parts.
     door = re.compile(r'^\s*#\s*include\s+"failures/([a-z_]+)\.h"')
     others = []
     for folder in ("backend", "python"):
         for name in sorted(os.listdir(os.path.join(CSRC, folder))):
-            if (folder, name) == ("python", "failure_checks.cpp"):
-                continue
             with open(os.path.join(CSRC, folder, name)) as f:
                 for number, line in enumerate(f, 1):
                     m = door.match(line)
@@ -177,7 +185,7 @@ def _collective_callers(root: str) -> dict[str, set[str]]:
 
 
 def test_each_nccl_collective_is_called_from_one_file():
-    # issue 49: dist.* (csrc/backend) and the raw Communicator API
+    # dist.* (csrc/backend) and the raw Communicator API
     # (collectives/raw_ops.cpp) both enqueue through collectives/nccl_calls.cpp.
     callers = _collective_callers(CSRC)
     assert {op: sorted(files) for op, files in callers.items()
@@ -195,7 +203,7 @@ def test_the_one_file_check_sees_a_second_caller(tmp_path):
 # The backend's operation files and the refusals they may still raise: a
 # dtype NCCL has no type for (a conversion), a receive from any source (a
 # call NCCL cannot make).  Every other argument check of dist.* is
-# collectives/torch_checks.cpp's (issue 49).
+# collectives/torch_checks.cpp's.
 _OPERATION_FILES = ("collectives.cpp", "gathers.cpp", "p2p.cpp")
 _REFUSALS_LEFT = ("is not supported by NCCL", "receiving from any source")
 _ARGUMENT_CHECK = re.compile(
@@ -255,7 +263,7 @@ def _unnamed_units(doc: str, csrc: str) -> dict[str, list[str]]:
 
 
 def test_the_file_map_names_every_file():
-    # issue 49: docs/architecture.md's file map matches the code.
+    # docs/architecture.md's file map matches the code.
     with open(os.path.join(ROOT, "docs", "architecture.md")) as f:
         doc = f.read()
     assert _unnamed_units(doc, CSRC) == {}
@@ -267,3 +275,60 @@ def test_the_file_map_check_sees_a_missing_file(tmp_path):
         (tmp_path / "comm" / name).write_text("")
     doc = "### csrc/comm — Communicator\n\n`communicator.{h,cpp}` owns the handle.\n"
     assert _unnamed_units(doc, str(tmp_path)) == {"comm": ["buffer"]}
+
+
+# Where NCCL may be called by name: the seam's own folder, and our NVLink
+# kernels (csrc/nvlink, which join the seam once NVLink peers can check them).
+# Device code calls NCCL's device API (inline functions on the GPU), which no
+# host seam can stand in for: kernels of csrc/device and their layout checks.
+_NCCL_CALLERS = ("nccl", "nvlink")
+_NCCL_CALL = re.compile(r"(?<![\w.\"])nccl[A-Z]\w*\(")
+_DEVICE_CODE = ("csrc/device/kernels.cu", "csrc/device/layout_checks.cu")
+
+
+def _nccl_calls_outside_the_seam(root: str) -> list[str]:
+    found = []
+    for folder in sorted(os.listdir(root)):
+        path = os.path.join(root, folder)
+        if folder in _NCCL_CALLERS or not os.path.isdir(path):
+            continue
+        for name in sorted(os.listdir(path)):
+            where = f"csrc/{folder}/{name}"
+            if where in _DEVICE_CODE:
+                continue
+            with open(os.path.join(path, name), errors="replace") as f:
+                for number, line in enumerate(f, 1):
+                    code = re.sub(r'"(?:[^"\\]|\\.)*"', '""', line.split("//", 1)[0])
+                    if _NCCL_CALL.search(code) or "find_symbol(" in code:
+                        found.append(f"{where}:{number}: {line.strip()}")
+    return found
+
+
+def test_nccl_is_called_through_the_seam_only():
+    assert _nccl_calls_outside_the_seam(CSRC) == []
+
+
+def test_the_seam_check_sees_a_direct_call(tmp_path):
+    (tmp_path / "comm").mkdir()
+    (tmp_path / "comm" / "x.cpp").write_text(
+        'r = ncclCommSplit(a);\nr = nccl().CommSplit(a);  // ncclCommSplit(a)\n'
+        'NCCL_CORE_CHECK(c, "ncclCommSplit(a)");\n')
+    assert _nccl_calls_outside_the_seam(str(tmp_path)) == ["csrc/comm/x.cpp:1: r = ncclCommSplit(a);"]
+
+
+def test_the_product_module_holds_no_lab():
+    """setup.py builds csrc/testing as _testing, apart from _C, and nothing
+    of the package imports it."""
+    with open(os.path.join(ROOT, "setup.py")) as f:
+        setup = f.read()
+    assert 'LAB = os.path.join("csrc", "testing")' in setup
+    assert "not p.startswith(LAB + os.sep)" in setup
+    package = os.path.join(ROOT, "nccl_core_backend")
+    importers = []
+    for dirpath, _, names in os.walk(package):
+        for name in names:
+            if name.endswith(".py"):
+                with open(os.path.join(dirpath, name)) as f:
+                    if re.search(r"\b_testing\b", f.read()):
+                        importers.append(os.path.relpath(os.path.join(dirpath, name), ROOT))
+    assert importers == []

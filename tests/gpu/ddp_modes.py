@@ -1,5 +1,5 @@
 """DDP in the modes torch's suite tests, on nccl_core against torch's nccl in
-the same job (issue 47): every parameter after several steps.
+the same job: every parameter after several steps.
 
 Each rank builds the same model twice from one seed; one copy trains under
 DDP on a nccl_core group, the other on a torch ``nccl`` group, on the same

@@ -1,5 +1,5 @@
 """DDP with the optimizer applied in backward, as torch's
-test_ddp_apply_optim_in_backward runs it, under GPU contention (issue 47).
+test_ddp_apply_optim_in_backward runs it, under GPU contention.
 
 Two DDP models on one nccl_core group train from the same start on the same
 inputs: one steps its optimizer after backward, the other applies it in

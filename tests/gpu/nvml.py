@@ -3,7 +3,7 @@ libnvidia-ml; no pynvml needed on the GPU hosts).
 
 The GPU is found by its UUID, which CUDA and NVML share: CUDA's index is
 NVML's only while CUDA_VISIBLE_DEVICES is unset, and the memory cases run
-with it set on shared hosts (issue 47)."""
+with it set on shared hosts."""
 
 from __future__ import annotations
 

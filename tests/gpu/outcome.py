@@ -3,7 +3,7 @@ harness so that CPU tests can check it.
 
 A check that failed (common.fail) is a failure whatever the case did next:
 a case that records a wrong result and then skips, or raises, is reported as
-failed with those checks first (issue 47: skips hid recorded failures)."""
+failed with those checks first (skips hid recorded failures)."""
 
 from __future__ import annotations
 

@@ -134,7 +134,7 @@ def test_footprint_rows():
         assert r["correct"] == {"nccl": True, "nccl_core": True}, r
         assert r["nccl"]["peak_mib"] > 0 and r["nccl_core"]["peak_mib"] > 0, r
         assert r["nccl"]["held_mib"] <= 1, r
-    # Issue 41: after the drop nccl_core holds what nccl holds (nothing).
+    # After the drop nccl_core holds what nccl holds (nothing).
     loop = rows[0]
     assert loop["nccl_core"]["held_mib"] <= 1, loop
     assert "| drop loop | 2 x 8 MiB |" in out and "WRONG" not in out

@@ -1,4 +1,4 @@
-"""PyTorch's own distributed suite as a gate on real GPUs (issue 47).
+"""PyTorch's own distributed suite as a gate on real GPUs.
 
 torch's tests (``scripts/conformance.sh``, one GPU per rank) run on nccl_core
 and on torch's ``nccl`` in the same job, at the same time: on disjoint GPUs

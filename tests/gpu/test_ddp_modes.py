@@ -1,4 +1,4 @@
-"""DDP on nccl_core against torch's nccl (issue 47), one GPU per rank.
+"""DDP on nccl_core against torch's nccl, one GPU per rank.
 
 - ``ddp_modes.py``: every DDP mode torch's suite tests, every parameter
   compared with a torch ``nccl`` copy after several steps, on nccl_core's

@@ -26,7 +26,7 @@ def launch(scenario, world, mode, *extra, env_extra=None):
     Returns the job, its seconds from the fault's set-up (the last rank's
     READY) to its end, and its log.  Liveness bounds apply to those seconds:
     start-up (imports, the communicator) is no part of what a fault costs and
-    takes much longer on a loaded host (issue 47)."""
+    takes much longer on a loaded host."""
     launch_.require(world)
     env = dict(env_extra or {}, TORCH_NCCL_ASYNC_ERROR_HANDLING=None if mode is None else str(mode))
     job = launch_.torchrun(["tests/gpu/error_modes.py", scenario, *extra], world, env=env,
@@ -169,7 +169,7 @@ def _stamp(log: str, mark: str) -> float | None:
 @pytest.mark.parametrize("peer", ["alive", "exited"])
 @pytest.mark.parametrize("mode", [None, 0, 1, 2, 3])
 def test_skipped_call_never_synchronizes_in_silence(mode, peer):
-    """Rank 0's last all_reduce has no partner (issue 36): its synchronize must
+    """Rank 0's last all_reduce has no partner: its synchronize must
     never return as if the call had completed, in any mode or unset; the
     program gets a named error or the process is torn down within timeout +
     5 s of the fault, and the log names the cause."""
@@ -244,9 +244,9 @@ def test_blocking_wait_raises_in_wait_and_never_ends_the_process(mode):
     assert "ending the process" not in log, log[-4000:]
     # The call's timeout had passed before wait() (the program slept
     # TIMEOUT_S + 5 s after the call): wait() decides at once, as backend
-    # nccl's checkTimeout counts from the work's start.  Until issue 49 ours
-    # counted from the wait call, so the op had run >= 2 * TIMEOUT_S + 5 s
-    # when it raised.  (wait() itself returns later: aborting the
+    # nccl's checkTimeout counts from the work's start
+    # (counting from the wait call would have the op run >= 2 * TIMEOUT_S +
+    # 5 s before it raised).  (wait() itself returns later: aborting the
     # communicator waits behind the test's spinning kernel, on nccl too.)
     ran_ms = int(re.search(r"timed out after running for ([0-9]+) ms", p.stdout).group(1))
     assert ran_ms < (TIMEOUT_S + 5 + 1.5) * 1000, p.stdout[-2000:]

@@ -1,5 +1,5 @@
 """The examples as GPU tests: real workloads on nccl_core give the numbers that
-backend nccl gives (issue 8), and the other examples report OK.
+backend nccl gives, and the other examples report OK.
 
 Each test is one or two torchrun launches at ``NCCL_CORE_EXAMPLE_WORLD`` ranks
 (default: 4 where 4 GPUs are visible, else 2); ranks beyond the GPUs run as

@@ -105,7 +105,7 @@ PARTS: dict[str, list[Job]] = {
                      workers=4, estimate_s=200)],
     "bench": [BENCH, CPU],
     "soak": [soak("1", 420)],
-    # torch's suite as a gate (issue 47).  World 2 measured on 2xH200 with
+    # torch's suite as a gate.  World 2 measured on 2xH200 with
     # both backends at once on the same GPUs (2026-11-27): the DDP subset
     # 242 s, the rest 246 s.  World 4 on 4xH200, both at once: the DDP subset
     # 420 s (6 workers each); the rest took more than 540 s as one run with 9

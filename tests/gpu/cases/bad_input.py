@@ -1,4 +1,4 @@
-"""Issue 26, bad input: each case feeds one input that used to wrap, truncate,
+"""Bad input: each case feeds one input that used to wrap, truncate,
 copy or race, and checks that it is refused with a message naming the
 problem (or, where the fix makes it work, that the result is right).  Each
 fails on the code before the fix: the comments say how."""
@@ -101,7 +101,7 @@ def bad_input_peer_window_smaller(ctx):
 def bad_input_push_allocations_of_different_sizes(ctx):
     """The push all-reduce once stored into every peer's allocation at this
     rank's offset, trusting equal sizes and offsets.  It now stores into the
-    peers' staging windows only (issue 41): allocations of different sizes,
+    peers' staging windows only: allocations of different sizes,
     with the tensor at different offsets, push like any other call and give
     every element right."""
     from tests.gpu.cases.push import BYTES, _group

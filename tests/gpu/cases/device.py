@@ -1,4 +1,4 @@
-"""Device communicators (issue 5): create_dev_comm and its resource life,
+"""Device communicators: create_dev_comm and its resource life,
 requirements the loaded NCCL lacks, multimem refused with NVLS off, GIN type
 queries, and the device-API collectives checked against float64 references."""
 

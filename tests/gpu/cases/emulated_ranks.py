@@ -1,5 +1,5 @@
 """The fast path's and the push's kernels on one GPU, for 2 to 16 ranks
-emulated there (csrc/emulation/emulated_ranks.h: every rank's window is a buffer
+emulated there (csrc/testing/emulated_ranks.h: every rank's window is a buffer
 of this GPU, each rank's calls on a stream of its own).  They check the
 kernels' logic where no NVLink peers exist: every type and operator, sizes
 around the vector, grid and wide-kernel edges, one and two shots,
@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 
 import nccl_core_backend as nc
+from nccl_core_backend import _testing
 from tests.gpu.cases.common import check, expect_raises, fail, make, poison, reduce_ref
 from tests.gpu.registry import Skip, case
 
@@ -32,7 +33,7 @@ def _ranks(ctx, nranks, push_max_bytes=0, max_blocks=0, one_way_max_bytes=0):
     `one_way_max_bytes` (emulated_one_way.py)."""
     if torch.cuda.get_device_properties(ctx.device).multi_processor_count < nranks:
         raise Skip(f"{nranks} emulated ranks need {nranks} multiprocessors")
-    return nc._C._EmulatedRanks(nranks, HALF, push_max_bytes, ctx.device.index, max_blocks,
+    return _testing._EmulatedRanks(nranks, HALF, push_max_bytes, ctx.device.index, max_blocks,
                                 one_way_max_bytes)
 
 
@@ -131,7 +132,7 @@ def emulated_back_to_back_calls_share_the_halves(ctx):
     memory, on a grid of 2 blocks): every result is kept and checked after
     the loop.  It checks uneven progress through the halves, not the halves
     themselves: a kernel whose halves never alternate still passed it on
-    one GPU (session 11), where a lagging rank never trails a whole call."""
+    one GPU, where a lagging rank never trails a whole call."""
     calls = 96
     for nranks, slow_rank in ((2, None), (2, 1), (4, None), (4, 0), (8, 3)):
         lab = _ranks(ctx, nranks, max_blocks=0 if slow_rank is None else 2)
@@ -330,7 +331,7 @@ def emulated_mismatched_calls_move_no_data(ctx):
                 f, seq = faults[r]
                 if seq not in (100, 101):
                     fail(f"{kind}: rank {r}'s record names call {seq}, not 100 or 101")
-                peer = nc._C._fault_peer(f)
+                peer = _testing._fault_peer(f)
                 if not 0 <= peer < nranks or peer == r:
                     fail(f"{kind}: rank {r}'s record names peer {peer}")
                 if not torch.equal(outs[r].cpu(), before[r].cpu()):
@@ -367,4 +368,4 @@ def emulated_ranks_refuse_bad_arguments(ctx):
     expect_raises(ValueError, lambda: lab.copy(0, None, 0, x, 1024, 0, 1, 2), "outside")
     expect_raises(ValueError, lambda: lab.push(0, small, SUM, 1), "does not cover")
     expect_raises(ValueError, lambda: lab.push(0, x, SUM, 10 ** 6), "blocks")
-    expect_raises(ValueError, lambda: nc._C._EmulatedRanks(17, HALF), "nranks")
+    expect_raises(ValueError, lambda: _testing._EmulatedRanks(17, HALF), "nranks")

@@ -1,4 +1,4 @@
-"""The fast path (issue 6): groups with `fast_path_max_bytes` run small
+"""The fast path: groups with `fast_path_max_bytes` run small
 all_reduce, reduce_scatter_tensor, all_gather_into_tensor, broadcast and even
 all_to_all_single calls as one nccl_core kernel.  Every output element is
 compared with a float64 CPU reference, below and above the threshold, aligned

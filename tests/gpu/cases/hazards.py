@@ -1,4 +1,4 @@
-"""The review hazards of issue 47, one case each where a GPU can show them
+"""The hazards a review of the NVLink engine named, one case each where a GPU can show them
 (hazard e, one rank out of memory for the push's staging, has none: starving
 one GPU would starve the other jobs the tiers run on it):
 

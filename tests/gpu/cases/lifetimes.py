@@ -1,4 +1,4 @@
-"""Tensor lifetimes (issue 41): nothing of nccl_core keeps a tensor alive
+"""Tensor lifetimes: nothing of nccl_core keeps a tensor alive
 after the program dropped it.
 
 A plain call's tensors are ordered by the caller's stream and held by

@@ -1,4 +1,4 @@
-"""torch MemPools and allocator segments registered with NCCL (issue 29).
+"""torch MemPools and allocator segments registered with NCCL.
 
 What a torch NCCL user does with backend ``nccl`` and keeps with
 ``nccl_core``: a MemPool on ``backend.mem_allocator`` whose tensors are
@@ -384,7 +384,7 @@ def allocator_hook_registers_every_segment(ctx):
 
 @case()
 def mem_pool_ranks_allocate_in_different_orders(ctx):
-    """Issue 41: the ranks' allocators differ (each rank allocates and frees
+    """The ranks' allocators differ (each rank allocates and frees
     its own spacers in the pool, in an order of its own) while they run the
     same collectives on pool memory, on the world group with default options
     (the fast path, push and automatic windows where the transport allows).

@@ -12,6 +12,7 @@ import torch
 import torch.distributed as dist
 
 import nccl_core_backend as nc
+from nccl_core_backend import _testing
 from tests.gpu.cases.common import device_used_bytes, expect_raises, fail, sanity
 from tests.gpu.cases.native_rma import (SYM, compare_bytes, fresh_group, need, payload,
                                         poisoned_window)
@@ -61,7 +62,7 @@ def _check_content(ctx, win, k, addr, peer, off, what):
     m = min(4096, S - off)
     out = torch.empty(m, dtype=torch.uint8, device=ctx.device)
     try:
-        win._copy_from(addr, out)
+        _testing._copy_from(win, addr, out)
     except nc.NcclInvalid as e:  # recorded, so that every rank reaches the next barrier
         fail(f"{what}: window {k}, rank {peer} offset {off}: {e}")
         return
@@ -85,21 +86,21 @@ def window_pointers_address_peer_data(ctx):
         if win.user_ptr != view.data_ptr():
             fail(f"window {k}: user_ptr {win.user_ptr:#x} != registered {view.data_ptr():#x}")
         if newest_known:
-            d = win._descriptor()
+            d = _testing._window_descriptor(win)
             if d["world_rank"] != ctx.rank or d["lsa_rank"] != win.lsa_rank:
                 fail(f"window {k}: descriptor {d} vs rank {ctx.rank}, lsa_rank {win.lsa_rank}")
             if win.lsa_size > 1 and d["stride_4g"] == 0:
                 fail(f"window {k}: descriptor stride 0 with {win.lsa_size} LSA ranks")
         else:
-            expect_raises(nc.NcclUnsupported, win._descriptor, "descriptor")
+            expect_raises(nc.NcclUnsupported, lambda: _testing._window_descriptor(win), "descriptor")
         for off in _offsets(ctx):
             for i in range(win.lsa_size):
                 peer = _world_of(ctx, win, i)
                 _check_content(ctx, win, k, win.get_lsa_device_pointer(i, off), peer, off,
                                "get_lsa_device_pointer")
                 if newest_known:
-                    _check_content(ctx, win, k, win._descriptor_lsa_pointer(i, off), peer, off,
-                                   "descriptor pointer")
+                    _check_content(ctx, win, k, _testing._descriptor_lsa_pointer(win, i, off), peer,
+                                   off, "descriptor pointer")
             for p in range(ctx.world):
                 addr = win.get_peer_device_pointer(p, off)
                 if addr is None:
@@ -107,9 +108,8 @@ def window_pointers_address_peer_data(ctx):
                         fail(f"window {k}: no pointer to peer {p} inside one LSA team")
                     continue
                 _check_content(ctx, win, k, addr, p, off, "get_peer_device_pointer")
-    expect_raises(nc.NcclInvalid, lambda: wins[0][2]._copy_from(wins[0][2].user_ptr + S,
-                                                                 torch.empty(8, dtype=torch.uint8,
-                                                                             device=ctx.device)),
+    expect_raises(nc.NcclInvalid, lambda: _testing._copy_from(
+        wins[0][2], wins[0][2].user_ptr + S, torch.empty(8, dtype=torch.uint8, device=ctx.device)),
                   "not inside")
     torch.cuda.synchronize()
     dist.barrier()
@@ -128,23 +128,23 @@ def native_host_pointer_queries(ctx):
     comm = nc.get_communicator()
     wins = _filled_windows(ctx, comm)
     for alloc, view, win, k in wins:
-        user = win._nccl_user_ptr()
+        user = _testing._nccl_user_ptr(win)
         if user != win.user_ptr or user != view.data_ptr():
             fail(f"window {k}: ncclWinGetUserPtr {user:#x}, user_ptr {win.user_ptr:#x}, "
                  f"registered {view.data_ptr():#x}")
         for off in _offsets(ctx):
             for i in range(win.lsa_size):
-                theirs = win._nccl_lsa_pointer(i, off)
+                theirs = _testing._nccl_lsa_pointer(win, i, off)
                 if theirs != win.get_lsa_device_pointer(i, off):
                     fail(f"window {k}: get_lsa_device_pointer({i}, {off}) is not NCCL's")
-                if descriptor_known and theirs != win._descriptor_lsa_pointer(i, off):
+                if descriptor_known and theirs != _testing._descriptor_lsa_pointer(win, i, off):
                     fail(f"window {k}: lsa rank {i} offset {off}: NCCL {theirs:#x}, descriptor "
-                         f"{win._descriptor_lsa_pointer(i, off):#x}")
+                         f"{_testing._descriptor_lsa_pointer(win, i, off):#x}")
                 _check_content(ctx, win, k, theirs, _world_of(ctx, win, i), off,
                                "ncclGetLsaDevicePointer")
             for p in range(ctx.world):
-                theirs = win._nccl_peer_pointer(p, off)
-                ours = win._descriptor_peer_pointer(p, off) if descriptor_known else theirs
+                theirs = _testing._nccl_peer_pointer(win, p, off)
+                ours = _testing._descriptor_peer_pointer(win, p, off) if descriptor_known else theirs
                 public = win.get_peer_device_pointer(p, off)
                 if not (theirs == ours == public):
                     fail(f"window {k}: peer {p} offset {off}: NCCL {theirs}, descriptor {ours}, "
@@ -270,7 +270,7 @@ def native_comm_properties(ctx):
     hostRmaSupport against what the native route does."""
     need((2, 29, 2), "ncclCommQueryProperties (gin_type)")
     comm = nc.get_communicator()
-    ours = comm._properties()
+    ours = _testing._comm_properties(comm)
     ref = _query_with_ctypes(comm)
     full = nc.nccl_version() >= (2, 29, 7)
     pairs = [("rank", ref.rank, comm.rank), ("nranks", ref.nRanks, comm.nranks),
@@ -301,7 +301,7 @@ def native_comm_properties(ctx):
         # hostRmaSupport says whether NCCL's one-sided calls work here.
         g, gc = fresh_group(ctx)
         gc.rma_route = "native"
-        if not gc._properties()["host_rma_support"]:
+        if not _testing._comm_properties(gc)["host_rma_support"]:
             expect_raises(nc.NcclUnsupported, lambda: poisoned_window(gc, ctx, 4096, SYM),
                           "hostRmaSupport")
         else:

@@ -1,5 +1,4 @@
-"""nccl_core's NVLink kernels mixed the ways programs mix them (issue 47 item
-6): the fast path and the push back to back, copy collectives on several
+"""nccl_core's NVLink kernels mixed the ways programs mix them: the fast path and the push back to back, copy collectives on several
 streams, two groups at once, future chains, and collectives after send/recv
 that only some ranks made (3+ ranks).  Every result is kept and
 checked after the loop (no wait in between), on int32 data that any order of

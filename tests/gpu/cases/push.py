@@ -1,4 +1,4 @@
-"""The push all-reduce (issue 6, issue 41; nvlink/push.h).
+"""The push all-reduce (nvlink/push.h).
 
 all_reduce calls of push_min_bytes..push_max_bytes of whole 16-byte packs run
 as nccl_core's own kernel, which stores through NVLink into the peers'
@@ -117,7 +117,7 @@ def push_all_reduce_matches_reference(ctx):
 
 @case(nvlink=True)
 def push_all_reduce_ranks_in_different_memory(ctx):
-    """Issue 41: the ranks' tensors lie in different memory at different
+    """The ranks' tensors lie in different memory at different
     offsets (NCCL memory on even ranks, the caching allocator on odd ones,
     each at an offset of its own, and NCCL-memory allocations of sizes of
     their own).  Nothing may depend on the allocators looking alike: every

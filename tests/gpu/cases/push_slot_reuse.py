@@ -1,5 +1,5 @@
 """The push all-reduce's staging slots across calls of different sizes
-(issue 47; nvlink/push.h).
+(nvlink/push.h).
 
 A rank copies its peers' reduced chunks out of its result slots after it has
 told them it is done with its inputs, so a fast peer may already run the next

@@ -1,4 +1,4 @@
-"""Reliability (issue 7): a table of bad inputs, abort from another thread,
+"""Reliability: a table of bad inputs, abort from another thread,
 soak runs that must not leak, and two threads on two groups at once."""
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ class _Usage:
         # first-use growth (seen once on 2xH200, 2:lazy: +28 MiB RSS and +13
         # fds on one rank within a fresh communicator's first 1,000
         # registrations).  That step came again once after the warm round,
-        # on a host loaded by torch's suite (session 9), so host growth in
+        # on a host loaded by torch's suite, so host growth in
         # the measured round is judged by one more: a leak grows in both.
         fn(_soak_units() if warm is None else warm)
         before, t0 = self.snap(), time.time()
@@ -265,7 +265,7 @@ class _Usage:
         Group churn on nccl_core raises RSS after malloc_trim in steps of
         ~32 MiB, a few per process, at any point, on either rank, and is
         flat between them (not with NCCL alone: scripts/diag_group_rss.py,
-        bench/NOTES.md section 7).  A leak grows with every cycle instead,
+        bench/results/soak-rss-hostpath-4gpu-h200-2026-11-21.md).  A leak grows with every cycle instead,
         so the median growth of `segments` equal slices must stay under
         `seg_limit_mib`, judged where each slice holds `min_units` units or
         more: with fewer (the quick tier's scale: two groups a slice) the

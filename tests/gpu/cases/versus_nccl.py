@@ -1,5 +1,5 @@
 """nccl_core against torch's own nccl backend in the same job, element by
-element, on random floats (issue 47 item 6).
+element, on random floats.
 
 The other cases compare with a float64 reference on data every op keeps
 exact; a kernel that accumulates in bf16, or rounds otherwise than NCCL,

@@ -10,7 +10,7 @@
 // host is lent.  What it cannot show: anything that needs separate GPUs
 // (NVLink timing, the fences between one GPU's L2 and another's), nor a rank
 // that trails its peers by a whole call (halves that never alternated went
-// unnoticed here, session 11).  The engine, windows and NCCL are not
+// unnoticed here).  The engine, windows and NCCL are not
 // involved.
 //
 // Every rank's kernel of a call must be resident at once (the barriers wait

@@ -1,4 +1,4 @@
-#include "emulation/emulated_ranks.h"
+#include "testing/emulated_ranks.h"
 
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAGuard.h>

@@ -1,8 +1,6 @@
 // Private bindings for the tests of the failure checks' pure parts: the
 // desync report's analysis and the cross-rank call check (csrc/failures), on
-// data the tests make up, with no communicator.  Not part of the public API;
-// the only file of csrc/python that reaches into csrc/failures past
-// group_failures.h (tests/cpu/test_layering.py checks).
+// data the tests make up, with no communicator.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
@@ -18,9 +16,9 @@
 #include "failures/call_check.h"
 #include "failures/desync.h"
 #include "failures/flight_recorder.h"
-#include "python/bind.h"
+#include "testing/bind.h"
 
-namespace nccl_core::python {
+namespace nccl_core::testing {
 
 namespace py = pybind11;
 
@@ -119,4 +117,4 @@ void bind_failure_checks(py::module_& m) {
       "of (op, dtype ('-' or 'Float'), numel in, numel out); returns each rank's finding.");
 }
 
-} // namespace nccl_core::python
+} // namespace nccl_core::testing

@@ -1,7 +1,7 @@
 // Private bindings for the GPU checks of NCCL's host-side queries against
 // nccl_core's own sources (comm/window_queries.h, device/dev_comm.h):
-// RegisteredWindowHandle._descriptor*, _nccl_*, _copy_from and
-// Communicator._properties.  Not part of the public API.
+// _window_descriptor, _descriptor_*_pointer, _nccl_* and _copy_from of a
+// RegisteredWindowHandle, and _comm_properties of a Communicator.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
@@ -14,13 +14,16 @@
 #include "device/dev_comm.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
-#include "python/bind.h"
 #include "python/convert.h"
+#include "testing/bind.h"
 #include "util/checked.h"
 
 namespace py = pybind11;
 
-namespace nccl_core::python {
+namespace nccl_core::testing {
+
+using python::as_buffer;
+using python::as_stream;
 
 namespace {
 
@@ -38,10 +41,8 @@ uintptr_t address(const void* p) { return reinterpret_cast<uintptr_t>(p); }
 } // namespace
 
 void bind_window_checks(py::module_& m) {
-  auto win = py::reinterpret_borrow<py::class_<Window, Resource, std::shared_ptr<Window>>>(
-      m.attr("RegisteredWindowHandle"));
-  win.def(
-         "_descriptor",
+  m.def(
+      "_window_descriptor",
          [](const Window& w) {
            auto d = window_queries::descriptor(w);
            py::dict out;
@@ -51,40 +52,40 @@ void bind_window_checks(py::module_& m) {
            out["stride_4g"] = d.stride_4g;
            return out;
          },
-         "The head of NCCL's device-side window descriptor, read now (NCCL 2.28.3-2.32.x).")
-      .def(
+         "The head of NCCL's device-side window descriptor, read now (NCCL 2.28.3-2.32.x).");
+  m.def(
           "_descriptor_lsa_pointer",
           [](const Window& w, int lsa_rank, long long offset) {
             return address(window_queries::descriptor_lsa_pointer(w, lsa_rank, offset_of(offset)));
           },
-          py::arg("lsa_rank"), py::arg("offset") = 0,
-          "LSA rank's copy (+offset) computed from the descriptor, as on NCCL 2.28.")
-      .def(
+          py::arg("window"), py::arg("lsa_rank"), py::arg("offset") = 0,
+          "LSA rank's copy (+offset) computed from the descriptor, as on NCCL 2.28.");
+  m.def(
           "_descriptor_peer_pointer",
           [](const Window& w, int peer, long long offset) {
             return address(window_queries::descriptor_peer_pointer(w, peer, offset_of(offset)));
           },
-          py::arg("peer"), py::arg("offset") = 0,
-          "World rank's copy (+offset) from the descriptor; None outside the LSA team.")
-      .def(
+          py::arg("window"), py::arg("peer"), py::arg("offset") = 0,
+          "World rank's copy (+offset) from the descriptor; None outside the LSA team.");
+  m.def(
           "_nccl_lsa_pointer",
           [](const Window& w, int lsa_rank, long long offset) {
             return address(window_queries::nccl_lsa_pointer(w, lsa_rank, offset_of(offset)));
           },
-          py::arg("lsa_rank"), py::arg("offset") = 0,
-          "ncclGetLsaDevicePointer (NCCL >= 2.29.2).")
-      .def(
+          py::arg("window"), py::arg("lsa_rank"), py::arg("offset") = 0,
+          "ncclGetLsaDevicePointer (NCCL >= 2.29.2).");
+  m.def(
           "_nccl_peer_pointer",
           [](const Window& w, int peer, long long offset) {
             return address(window_queries::nccl_peer_pointer(w, peer, offset_of(offset)));
           },
-          py::arg("peer"), py::arg("offset") = 0,
-          "ncclGetPeerDevicePointer (NCCL >= 2.29.2); None where NCCL answers NULL.")
-      .def(
+          py::arg("window"), py::arg("peer"), py::arg("offset") = 0,
+          "ncclGetPeerDevicePointer (NCCL >= 2.29.2); None where NCCL answers NULL.");
+  m.def(
           "_nccl_user_ptr",
           [](const Window& w) { return address(window_queries::nccl_user_ptr(w)); },
-          "ncclWinGetUserPtr (NCCL >= 2.29.2).")
-      .def(
+          "ncclWinGetUserPtr (NCCL >= 2.29.2).");
+  m.def(
           "_copy_from",
           [](const Window& w, unsigned long long addr, py::handle out) {
             auto o = as_buffer(out, "out");
@@ -96,14 +97,12 @@ void bind_window_checks(py::module_& m) {
             cudaStream_t st = as_stream(py::none(), o.device);
             window_queries::copy_from(w, reinterpret_cast<const void*>(addr), bytes, o.ptr, st);
           },
-          py::arg("address"), py::arg("out"),
+          py::arg("window"), py::arg("address"), py::arg("out"),
           "Copies out's size in bytes from a device address inside one LSA rank's copy of "
           "this window into out, on the current stream.");
 
-  auto comm = py::reinterpret_borrow<py::class_<Communicator, std::shared_ptr<Communicator>>>(
-      m.attr("Communicator"));
-  comm.def(
-      "_properties",
+  m.def(
+      "_comm_properties",
       [](Communicator& c) {
         auto p = comm_properties(c);
         py::dict out;
@@ -125,4 +124,4 @@ void bind_window_checks(py::module_& m) {
       "host_rma_support and railed_gin_type from 2.29.7).");
 }
 
-} // namespace nccl_core::python
+} // namespace nccl_core::testing

@@ -1,5 +1,5 @@
 // Private bindings for the tests of the fast path's and the push's kernels on
-// one GPU (emulation/emulated_ranks.h): `_EmulatedRanks`.  Not part of the public
+// one GPU (testing/emulated_ranks.h): `_EmulatedRanks`.  Not part of the public
 // API.  Tensors are checked here (device, layout, room for what the call
 // writes) so that a test's mistake is a ValueError, not a stray store.
 #include <pybind11/pybind11.h>
@@ -9,13 +9,13 @@
 #include <optional>
 
 #include "nccl/types.h"
-#include "emulation/emulated_ranks.h"
-#include "python/bind.h"
+#include "testing/emulated_ranks.h"
+#include "testing/bind.h"
 #include "util/checked.h"
 #include "util/concat.h"
 #include "util/torch_errors.h"
 
-namespace nccl_core::python {
+namespace nccl_core::testing {
 
 namespace py = pybind11;
 using nvlink::EmulatedRanks;
@@ -58,7 +58,7 @@ size_t count_bytes(size_t count, const at::Tensor& t, const char* what) {
 void bind_nvlink_lab(py::module_& m) {
   py::class_<EmulatedRanks>(m, "_EmulatedRanks",
                             "Tests: the fast path's and the push's kernels for `nranks` ranks "
-                            "emulated on one GPU (emulation/emulated_ranks.h).")
+                            "emulated on one GPU (testing/emulated_ranks.h).")
       .def(py::init([](int nranks, size_t max_bytes, size_t push_max_bytes, int device,
                        int max_blocks, size_t one_way_max_bytes) {
              return std::make_unique<EmulatedRanks>(nranks, max_bytes, push_max_bytes, device,
@@ -144,4 +144,4 @@ void bind_nvlink_lab(py::module_& m) {
         "Tests: the peer named by a packed mismatch record (kernels.h pack_fault).");
 }
 
-}  // namespace nccl_core::python
+}  // namespace nccl_core::testing
