@@ -1,5 +1,6 @@
 // csrc/backend: nccl_core's c10d::Backend, which turns torch.distributed
-// calls into NCCL calls on one Communicator.  Lifecycle in backend.cpp, new
+// calls into NCCL calls on one Communicator.  Lifecycle in backend.cpp (its
+// end, abort and shutdown, in teardown.cpp), new
 // groups from this one (split, shrink) in splits.cpp, a new communicator over
 // other members (torch >= 2.15's reconfigure) in reconfigure.cpp and
 // membership.h; the operations in collectives.cpp, gathers.cpp and p2p.cpp

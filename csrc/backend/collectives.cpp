@@ -7,6 +7,7 @@
 #include "collectives/path_choice.h"
 #include "collectives/torch_checks.h"
 #include "collectives/nccl_calls.h"
+#include "collectives/one_rank.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
 #include "nccl/seam.h"
@@ -21,12 +22,10 @@ using c10d::OpType;
 
 namespace {
 
-// A group of one rank reduces nothing: the result is the input, times the
-// factor of PREMUL_SUM (validated by reduce_op).  Done here rather than by
-// NCCL, whose one-rank path (2.28.9) leaves the tail of larger odd-sized AVG
-// and PREMUL_SUM calls unwritten and refuses AVG on float8.  Runs on the
-// current stream, which is the call's.
-void reduce_alone(const c10d::ReduceOp& op, const at::Tensor& in, at::Tensor out) {
+// A group of one rank reduces nothing (collectives/one_rank.h): the result is
+// the input, times the factor of PREMUL_SUM (validated by reduce_op).  Runs on
+// the current stream, which is the call's.
+void reduce_without_nccl(const c10d::ReduceOp& op, const at::Tensor& in, at::Tensor out) {
   if (!out.is_same(in)) {
     out.copy_(in.reshape(out.sizes()));
   }
@@ -43,15 +42,15 @@ void reduce_alone(const c10d::ReduceOp& op, const at::Tensor& in, at::Tensor out
   }
 }
 
-// reduce_alone for a group of `size` ranks where it is one rank (tried once
-// the fast path declined the call); empty for larger groups.
-collectives::Alone alone(int size, const c10d::ReduceOp& op, const at::Tensor& in,
-                         const at::Tensor& out) {
-  if (size != 1) {
+// reduce_without_nccl for a group of `size` ranks where it reduces without
+// NCCL (tried once the fast path declined the call); empty for the others.
+collectives::OneRankFallback one_rank_fallback(int size, const c10d::ReduceOp& op,
+                                               const at::Tensor& in, const at::Tensor& out) {
+  if (!one_rank::reduces_without_nccl(size)) {
     return {};
   }
   return [&op, in, out] {
-    reduce_alone(op, in, out);
+    reduce_without_nccl(op, in, out);
     return true;
   };
 }
@@ -138,7 +137,7 @@ WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors,
                   ncclRedOp_t op = reduce_op(opts.reduceOp, t, b.type, w, "allreduce");
                   collectives::all_reduce_on_a_path({c, s, Check::kWait}, fast_path(), b.ptr,
                                                     b.ptr, b.count, b.type, op,
-                                                    alone(size_, opts.reduceOp, t, t));
+                                                    one_rank_fallback(size_, opts.reduceOp, t, t));
                 });
 }
 
@@ -157,9 +156,9 @@ WorkPtr Backend::allreduce_coalesced(
                     ops.push_back(reduce_op(opts.reduceOp, t, bufs.back().type, w,
                                             "allreduce_coalesced"));
                   }
-                  if (size_ == 1) {
+                  if (one_rank::reduces_without_nccl(size_)) {
                     for (auto& t : tensors) {
-                      reduce_alone(opts.reduceOp, t, t);
+                      reduce_without_nccl(opts.reduceOp, t, t);
                     }
                     return;
                   }
@@ -183,8 +182,8 @@ WorkPtr Backend::reduce(std::vector<at::Tensor>& tensors,
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   Buf b = buf(t, "reduce");
                   ncclRedOp_t op = reduce_op(opts.reduceOp, t, b.type, w, "reduce");
-                  if (size_ == 1) {
-                    reduce_alone(opts.reduceOp, t, t);
+                  if (one_rank::reduces_without_nccl(size_)) {
+                    reduce_without_nccl(opts.reduceOp, t, t);
                     return;
                   }
                   collectives::reduce({c, s, Check::kWait}, b.ptr, b.ptr, b.count, b.type, op,
@@ -205,7 +204,8 @@ WorkPtr Backend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                              "reduce_scatter_tensor");
                   collectives::reduce_scatter_on_a_path({c, s, Check::kWait}, fast_path(),
                                                         in.ptr, out.ptr, out.count, out.type, op,
-                                                        alone(size_, opts.reduceOp, input, output));
+                                                        one_rank_fallback(size_, opts.reduceOp,
+                                                                          input, output));
                 });
 }
 
@@ -224,9 +224,9 @@ WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs,
                   for (auto& i : ins) {
                     in_bufs.push_back(buf(i, "reduce_scatter"));
                   }
-                  if (size_ == 1) {
+                  if (one_rank::reduces_without_nccl(size_)) {
                     reduce_op(opts.reduceOp, output, out.type, w, "reduce_scatter");
-                    reduce_alone(opts.reduceOp, ins[0], output);
+                    reduce_without_nccl(opts.reduceOp, ins[0], output);
                     return;
                   }
                   if (!even) {
@@ -268,9 +268,9 @@ WorkPtr Backend::reduce_scatter_tensor_coalesced(
                     ops.push_back(reduce_op(opts.reduceOp, inputs[i], ins.back().type,
                                             w, "reduce_scatter_tensor_coalesced"));
                   }
-                  if (size_ == 1) {
+                  if (one_rank::reduces_without_nccl(size_)) {
                     for (size_t i = 0; i < inputs.size(); ++i) {
-                      reduce_alone(opts.reduceOp, inputs[i], outputs[i]);
+                      reduce_without_nccl(opts.reduceOp, inputs[i], outputs[i]);
                     }
                     return;
                   }

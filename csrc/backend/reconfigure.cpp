@@ -17,7 +17,7 @@
 #include "backend/membership.h"
 #include "failures/group_failures.h"
 #include "nccl/api.h"
-#include "nccl/newer.h"
+#include "nccl/newer_than_2_28.h"
 #include "nccl/seam.h"
 #include "op/errors.h"
 #include "util/checked.h"

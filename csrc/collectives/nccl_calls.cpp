@@ -10,7 +10,7 @@ namespace {
 
 // `enqueue` makes one NCCL call on on.comm's handle, checked as on.check says.
 template <class F>
-void submit(const On& on, const char* what, F&& enqueue) {
+void submit(const Target& on, const char* what, F&& enqueue) {
   Communicator& c = on.comm;
   switch (on.check) {
     case Check::kWait:
@@ -27,58 +27,58 @@ void submit(const On& on, const char* what, F&& enqueue) {
 
 }  // namespace
 
-void all_reduce(const On& on, const void* in, void* out, size_t count, ncclDataType_t type,
+void all_reduce(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,
                 ncclRedOp_t op) {
   submit(on, "ncclAllReduce",
          [&](ncclComm_t c) { return nccl().AllReduce(in, out, count, type, op, c, on.stream); });
 }
 
-void reduce(const On& on, const void* in, void* out, size_t count, ncclDataType_t type,
+void reduce(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,
             ncclRedOp_t op, int root) {
   submit(on, "ncclReduce",
          [&](ncclComm_t c) { return nccl().Reduce(in, out, count, type, op, root, c, on.stream); });
 }
 
-void broadcast(const On& on, const void* in, void* out, size_t count, ncclDataType_t type,
+void broadcast(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,
                int root) {
   submit(on, "ncclBroadcast",
          [&](ncclComm_t c) { return nccl().Broadcast(in, out, count, type, root, c, on.stream); });
 }
 
-void all_gather(const On& on, const void* in, void* out, size_t count, ncclDataType_t type) {
+void all_gather(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type) {
   submit(on, "ncclAllGather",
          [&](ncclComm_t c) { return nccl().AllGather(in, out, count, type, c, on.stream); });
 }
 
-void gather(const On& on, const void* in, void* out, size_t count, ncclDataType_t type,
+void gather(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,
             int root) {
   submit(on, "ncclGather",
          [&](ncclComm_t c) { return nccl().Gather(in, out, count, type, root, c, on.stream); });
 }
 
-void reduce_scatter(const On& on, const void* in, void* out, size_t count, ncclDataType_t type,
+void reduce_scatter(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,
                     ncclRedOp_t op) {
   submit(on, "ncclReduceScatter",
          [&](ncclComm_t c) { return nccl().ReduceScatter(in, out, count, type, op, c, on.stream); });
 }
 
-void all_to_all(const On& on, const void* in, void* out, size_t count, ncclDataType_t type) {
+void all_to_all(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type) {
   submit(on, "ncclAlltoAll",
          [&](ncclComm_t c) { return nccl().AlltoAll(in, out, count, type, c, on.stream); });
 }
 
-void scatter(const On& on, const void* in, void* out, size_t count, ncclDataType_t type,
+void scatter(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,
              int root) {
   submit(on, "ncclScatter",
          [&](ncclComm_t c) { return nccl().Scatter(in, out, count, type, root, c, on.stream); });
 }
 
-void send(const On& on, const void* buf, size_t count, ncclDataType_t type, int peer) {
+void send(const Target& on, const void* buf, size_t count, ncclDataType_t type, int peer) {
   submit(on, "ncclSend",
          [&](ncclComm_t c) { return nccl().Send(buf, count, type, peer, c, on.stream); });
 }
 
-void recv(const On& on, void* buf, size_t count, ncclDataType_t type, int peer) {
+void recv(const Target& on, void* buf, size_t count, ncclDataType_t type, int peer) {
   submit(on, "ncclRecv",
          [&](ncclComm_t c) { return nccl().Recv(buf, count, type, peer, c, on.stream); });
 }

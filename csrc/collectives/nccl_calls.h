@@ -33,32 +33,32 @@ enum class Check {
 };
 
 // Where a call goes: the communicator, the stream, how it is checked.
-struct On {
+struct Target {
   Communicator& comm;
   cudaStream_t stream;
   Check check;
 };
 
-void all_reduce(const On& on, const void* in, void* out, size_t count, ncclDataType_t type,
+void all_reduce(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,
                 ncclRedOp_t op);
 // `out` matters on `root` only.
-void reduce(const On& on, const void* in, void* out, size_t count, ncclDataType_t type,
+void reduce(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,
             ncclRedOp_t op, int root);
 // `in` matters on `root` only.
-void broadcast(const On& on, const void* in, void* out, size_t count, ncclDataType_t type,
+void broadcast(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,
                int root);
 // `count` elements from each rank.
-void all_gather(const On& on, const void* in, void* out, size_t count, ncclDataType_t type);
-void gather(const On& on, const void* in, void* out, size_t count, ncclDataType_t type, int root);
+void all_gather(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type);
+void gather(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type, int root);
 // `count` elements to each rank.
-void reduce_scatter(const On& on, const void* in, void* out, size_t count, ncclDataType_t type,
+void reduce_scatter(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,
                     ncclRedOp_t op);
 // `count` elements from each rank to each rank.
-void all_to_all(const On& on, const void* in, void* out, size_t count, ncclDataType_t type);
-void scatter(const On& on, const void* in, void* out, size_t count, ncclDataType_t type,
+void all_to_all(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type);
+void scatter(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,
              int root);
-void send(const On& on, const void* buf, size_t count, ncclDataType_t type, int peer);
-void recv(const On& on, void* buf, size_t count, ncclDataType_t type, int peer);
+void send(const Target& on, const void* buf, size_t count, ncclDataType_t type, int peer);
+void recv(const Target& on, void* buf, size_t count, ncclDataType_t type, int peer);
 
 }  // namespace collectives
 }  // namespace nccl_core

@@ -29,28 +29,29 @@ class Engine;
 namespace collectives {
 
 // Where a call ran.
-enum class Path { kFast, kAlone, kPush, kNccl };
+enum class Path { kFast, kOneRank, kPush, kNccl };
 
-// The caller's reduction for a group of one rank: whether it ran the call.
-using Alone = std::function<bool()>;
+// The caller's reduction for a group of one rank (one_rank.h): whether it
+// ran the call.
+using OneRankFallback = std::function<bool()>;
 
 // `in == out`: in place.  The push takes either (an out-of-place call is
 // copied into `out` first): each rank may choose, as with NCCL.
-Path all_reduce_on_a_path(const On& on, nvlink::Engine* engine, const void* in, void* out,
+Path all_reduce_on_a_path(const Target& on, nvlink::Engine* engine, const void* in, void* out,
                           size_t count, ncclDataType_t type, ncclRedOp_t op,
-                          const Alone& alone = {});
+                          const OneRankFallback& one_rank_fallback = {});
 // `count` elements to each rank.
-Path reduce_scatter_on_a_path(const On& on, nvlink::Engine* engine, const void* in, void* out,
+Path reduce_scatter_on_a_path(const Target& on, nvlink::Engine* engine, const void* in, void* out,
                               size_t count, ncclDataType_t type, ncclRedOp_t op,
-                              const Alone& alone = {});
+                              const OneRankFallback& one_rank_fallback = {});
 // `count` elements from each rank.
-Path all_gather_on_a_path(const On& on, nvlink::Engine* engine, const void* in, void* out,
+Path all_gather_on_a_path(const Target& on, nvlink::Engine* engine, const void* in, void* out,
                           size_t count, ncclDataType_t type);
 // `count` elements from each rank to each rank.
-Path all_to_all_on_a_path(const On& on, nvlink::Engine* engine, const void* in, void* out,
+Path all_to_all_on_a_path(const Target& on, nvlink::Engine* engine, const void* in, void* out,
                           size_t count, ncclDataType_t type);
 // `in` matters on `root` only (it may be `out`).
-Path broadcast_on_a_path(const On& on, nvlink::Engine* engine, const void* in, void* out,
+Path broadcast_on_a_path(const Target& on, nvlink::Engine* engine, const void* in, void* out,
                          size_t count, ncclDataType_t type, int root);
 
 }  // namespace collectives

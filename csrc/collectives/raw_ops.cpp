@@ -7,6 +7,7 @@
 #include "collectives/path_agreement.h"
 #include "collectives/path_choice.h"
 #include "collectives/nccl_calls.h"
+#include "collectives/one_rank.h"
 #include "comm/communicator.h"
 #include "nvlink/raw.h"
 #include "nccl/api.h"
@@ -17,7 +18,7 @@
 namespace nccl_core::raw {
 
 using collectives::Check;
-using collectives::On;
+using collectives::Target;
 
 namespace {
 
@@ -30,13 +31,13 @@ thread_local std::vector<at::Tensor> t_kept;
 // Where this thread's next call goes: inside a group NCCL only queues (and
 // may answer ncclInProgress), so waiting happens at group_end, and the group
 // holds the communicator until then.
-On at(Communicator& c, cudaStream_t stream) {
+Target at(Communicator& c, cudaStream_t stream) {
   if (t_depth == 0) {
-    return On{c, stream, Check::kBounded};
+    return Target{c, stream, Check::kBounded};
   }
   (void)c.get();  // a closed communicator is refused before the group holds it
   c.hold_for_open_group();
-  return On{c, stream, Check::kGrouped};
+  return Target{c, stream, Check::kGrouped};
 }
 
 void check_device(const Communicator& c, const Buffer& b, const char* name) {
@@ -119,9 +120,9 @@ const Buffer* rooted_send(const Communicator& c, const std::optional<Buffer>& se
 // The communicator's engine for a call outside any group that stages
 // `count` elements of `type` on each rank (inside a group NCCL only queues,
 // so every call there is NCCL's).
-struct Held {
+struct EngineOutsideGroup {
   std::optional<nvlink::RawEngineCall> call;
-  Held(Communicator& c, size_t count, ncclDataType_t type, cudaStream_t stream,
+  EngineOutsideGroup(Communicator& c, size_t count, ncclDataType_t type, cudaStream_t stream,
        bool push = false) {
     if (t_depth == 0) {
       call.emplace(c, checked::bytes(count, types::element_size(type), "staged bytes"), push,
@@ -131,20 +132,13 @@ struct Held {
   nvlink::Engine* engine() const { return call ? call->engine() : nullptr; }
 };
 
-// The average over one rank is the sum over it.  NCCL 2.28.9 turns a
-// floating AVG into PreMulSum(1/nranks), whose one-rank path leaves the tail
-// of larger odd-sized calls unwritten and refuses float8; SUM over one rank
-// is its plain copy (or nothing, in place).
-ncclRedOp_t alone(const Communicator& c, ncclRedOp_t op) {
-  return op == ncclAvg && c.nranks() == 1 ? ncclSum : op;
-}
 
 } // namespace
 
 void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
             ncclRedOp_t op, int root, cudaStream_t stream) {
   void* out = rooted_recv(c, send, recv, root, send.count, "allreduce");
-  op = alone(c, op);
+  op = one_rank::nccl_op(c.nranks(), op);
   if (root < 0) {
     collectives::all_reduce(at(c, stream), send.ptr, out, send.count, send.type, op);
   } else {
@@ -155,14 +149,15 @@ void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& re
 bool all_reduce_now(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
                     ncclRedOp_t op, cudaStream_t stream) {
   void* out = rooted_recv(c, send, recv, -1, send.count, "allreduce");
-  return t_depth == 0 && nvlink::raw_all_reduce_now(c, send, out, alone(c, op), stream);
+  return t_depth == 0 &&
+         nvlink::raw_all_reduce_now(c, send, out, one_rank::nccl_op(c.nranks(), op), stream);
 }
 
 void all_reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
                 ncclRedOp_t op, cudaStream_t stream) {
   void* out = rooted_recv(c, send, recv, -1, send.count, "allreduce");
-  op = alone(c, op);
-  Held held(c, send.count, send.type, stream, true);
+  op = one_rank::nccl_op(c.nranks(), op);
+  EngineOutsideGroup held(c, send.count, send.type, stream, true);
   collectives::all_reduce_on_a_path(at(c, stream), held.engine(), send.ptr, out, send.count,
                                     send.type, op);
 }
@@ -175,7 +170,7 @@ void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer&
                       " elements, recvbuf has ", recv.count);
   }
   const void* in = s != nullptr ? s->ptr : nullptr;
-  Held held(c, recv.count, recv.type, stream);
+  EngineOutsideGroup held(c, recv.count, recv.type, stream);
   collectives::broadcast_on_a_path(at(c, stream), held.engine(), in, recv.ptr, recv.count,
                                    recv.type, root);
 }
@@ -187,7 +182,7 @@ void gather(Communicator& c, const Buffer& send, const std::optional<Buffer>& re
                                        "recvbuf count (sendbuf count x nranks)"),
                           "allgather");
   if (root < 0) {
-    Held held(c, send.count, send.type, stream);
+    EngineOutsideGroup held(c, send.count, send.type, stream);
     collectives::all_gather_on_a_path(at(c, stream), held.engine(), send.ptr, out, send.count,
                                       send.type);
   } else {
@@ -202,8 +197,8 @@ void reduce_scatter(Communicator& c, const Buffer& send, const Buffer& recv, ncc
   check_types(send, recv);
   size_t count = block_of(c, send);
   check_at_least(recv.count, count, "recvbuf");
-  op = alone(c, op);
-  Held held(c, send.count, send.type, stream);
+  op = one_rank::nccl_op(c.nranks(), op);
+  EngineOutsideGroup held(c, send.count, send.type, stream);
   collectives::reduce_scatter_on_a_path(at(c, stream), held.engine(), send.ptr, recv.ptr, count,
                                         send.type, op);
 }
@@ -214,7 +209,7 @@ void alltoall(Communicator& c, const Buffer& send, const Buffer& recv, cudaStrea
   check_types(send, recv);
   size_t count = block_of(c, send);
   check_at_least(recv.count, send.count, "recvbuf");
-  Held held(c, send.count, send.type, stream);
+  EngineOutsideGroup held(c, send.count, send.type, stream);
   collectives::all_to_all_on_a_path(at(c, stream), held.engine(), send.ptr, recv.ptr, count,
                                     send.type);
 }

@@ -6,7 +6,7 @@
 #include "comm/device_scope.h"
 #include "nccl/agreements.h"
 #include "nccl/api.h"
-#include "nccl/newer.h"
+#include "nccl/newer_than_2_28.h"
 #include "nccl/seam.h"
 
 namespace nccl_core {

@@ -8,6 +8,11 @@
 // non-blocking mode, where we poll with the same deadline.
 // Lifecycle transitions (finalize, destroy, abort) are idempotent; after any
 // of them `get()` raises instead of handing out a dangling handle.
+//
+// Its definitions, one concern a file: state and errors (communicator.cpp),
+// creation, split and shrink (creation.cpp), bounded waits (waits.cpp), the
+// end of its life (lifetime.cpp), host calls in flight (host_uses.cpp), the
+// list of its resources (resource_list.cpp).
 #pragma once
 
 #include <nccl.h>
@@ -24,7 +29,7 @@
 #include <vector>
 
 #include "comm/bounded_call.h"
-#include "nccl/newer.h"
+#include "nccl/newer_than_2_28.h"
 #include "memory/mapped_host.h"
 
 namespace nccl_core {
@@ -190,12 +195,13 @@ class Communicator : public Abortable, public std::enable_shared_from_this<Commu
   std::vector<std::shared_ptr<Resource>> resources() const;
   // Closes every tracked resource, ignoring errors; idempotent.
   void close_all_resources() noexcept;
-  // Per-communicator state of the layers above (the RMA signal area), owned
-  // and closed like any other resource; nullptr when absent or closed.
+  // Two kinds of per-communicator state of the layers above, by key:
+  // an attachment is a Resource (the RMA signal area), closed with the
+  // communicator's resources; nullptr when absent or closed.
   std::shared_ptr<Resource> attachment(const std::string& key) const;
   void attach(const std::string& key, std::shared_ptr<Resource> resource);
-  // Per-communicator objects of the layers above that live as long as it and
-  // are never closed (the nvlink engine, whose own windows are resources):
+  // An extension is any object that lives as long as the communicator and is
+  // never closed (the nvlink engine, whose own windows are resources):
   // the one under `key`, made by `make` at the first request.  `make` runs
   // under the communicator's resource lock: it must not ask for resources.
   std::shared_ptr<void> extension(const std::string& key,

@@ -99,7 +99,9 @@ ncclComm_t init_bounded(const ncclUniqueId& id, int nranks, int rank, int device
   };
   auto job = std::make_shared<Job>();
   std::thread([job, id, nranks, rank, device, config] {
-    (void)cudaSetDevice(device);
+    if (device >= 0) {  // none for the lab's fake NCCL (device_scope.h)
+      (void)cudaSetDevice(device);
+    }
     ncclConfig_t cfg = to_nccl(config);
     ncclComm_t comm = nullptr;
     ncclResult_t r = nccl().CommInitRankConfig(&comm, nranks, id, rank, &cfg);

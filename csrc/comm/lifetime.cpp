@@ -81,8 +81,10 @@ void Communicator::abort() noexcept {
   // this thread's own open group are not waited for.
   (void)wait_for_users(held_by_open_group() ? 1 : 0, kAbortGrace);
   int previous = -1;
-  (void)cudaGetDevice(&previous);
-  (void)cudaSetDevice(device_);
+  if (device_ >= 0) {  // none for the lab's fake NCCL (device_scope.h)
+    (void)cudaGetDevice(&previous);
+    (void)cudaSetDevice(device_);
+  }
   (void)nccl().CommAbort(comm_);
   if (previous >= 0) {
     (void)cudaSetDevice(previous);

@@ -7,7 +7,7 @@
 #include "comm/window_layout.h"
 #include "nccl/api.h"
 #include "nccl/features.h"
-#include "nccl/newer.h"
+#include "nccl/newer_than_2_28.h"
 #include "nccl/types.h"
 #include "nccl/seam.h"
 

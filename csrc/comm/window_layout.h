@@ -5,7 +5,7 @@
 // buffers sit at `lsa_flat_base + i * stride_4g * 4 GiB` for LSA rank i.  The
 // descriptor is read once at registration.  Only used when the loaded NCCL
 // is 2.28.x, whose layout this mirrors; 2.29+ answers through its own host
-// functions (nccl/newer.h).
+// functions (nccl/newer_than_2_28.h).
 #pragma once
 
 #include <nccl.h>

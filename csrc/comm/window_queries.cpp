@@ -7,7 +7,7 @@
 #include "comm/communicator.h"
 #include "comm/device_scope.h"
 #include "nccl/api.h"
-#include "nccl/newer.h"
+#include "nccl/newer_than_2_28.h"
 #include "nccl/seam.h"
 
 namespace nccl_core::window_queries {

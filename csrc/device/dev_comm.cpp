@@ -8,7 +8,7 @@
 #include "device/layouts.h"
 #include "nccl/api.h"
 #include "nccl/features.h"
-#include "nccl/newer.h"
+#include "nccl/newer_than_2_28.h"
 #include "nccl/seam.h"
 
 namespace nccl_core {

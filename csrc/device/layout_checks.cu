@@ -14,7 +14,7 @@
 
 #include "comm/window_layout.h"
 #include "device/layouts.h"
-#include "nccl/newer.h"
+#include "nccl/newer_than_2_28.h"
 
 namespace nccl_core::layout_checks {
 
@@ -136,7 +136,7 @@ static_assert(NCCL_GIN_TYPE_GPI == 4);
 #endif
 #endif
 
-// --- functions resolved at run time (nccl/newer.h) ---------------------------------
+// --- functions resolved at run time (nccl/newer_than_2_28.h) ---------------------------------
 #if NCCL_VERSION_CODE >= 22902
 static_assert(std::is_same_v<newer::PutSignalFn, decltype(ncclPutSignal)>);
 static_assert(std::is_same_v<newer::SignalFn, decltype(ncclSignal)>);

@@ -2,7 +2,7 @@
 // nccl_core serves it through NCCL itself or through its own code.
 //
 // The one table of version thresholds: the code that reaches a newer API
-// takes its release from here (nccl/newer.h, device/dev_comm.cpp,
+// takes its release from here (nccl/newer_than_2_28.h, device/dev_comm.cpp,
 // comm/window_layout.cpp, ...), `nccl_core_backend.features()` reports it
 // for the loaded NCCL (csrc/python/features.cpp), and docs/compatibility.md
 // is checked against it by tests/cpu/test_features.py.

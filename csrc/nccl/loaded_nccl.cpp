@@ -8,7 +8,7 @@
 #include <mutex>
 
 #include "nccl/api.h"
-#include "nccl/newer.h"
+#include "nccl/newer_than_2_28.h"
 
 namespace nccl_core {
 

@@ -6,6 +6,7 @@
 #include <torch/csrc/utils/pybind.h>
 
 #include "comm/communicator.h"
+#include "collectives/one_rank.h"
 #include "collectives/raw_ops.h"
 #include "comm/resources.h"
 #include "python/bind.h"
@@ -37,13 +38,11 @@ std::optional<Buffer> on_root(const Communicator& c, int root, py::handle obj,
   return as_optional_buffer(obj, name);
 }
 
-// A PreMulSum over one rank is its input times the factor.  NCCL 2.28.9's
-// one-rank PreMulSum kernel leaves the tail of larger odd-sized calls
-// unwritten, so such a call (outside a group, where its order with the scaling
-// below would not hold) runs as NCCL's SUM, a plain copy, and then scales its
-// output on the same stream.  The factor, or nothing for every other call.
-std::optional<at::Tensor> premul_alone(const Communicator& c, py::handle op) {
-  if (c.nranks() != 1 || raw::group_depth() > 0 || !py::isinstance<CustomRedOp>(op)) {
+// The factor of a PreMulSum that runs as a SUM and then scales its output
+// (collectives/one_rank.h), or nothing for every other call.
+std::optional<at::Tensor> premul_factor_after_sum(const Communicator& c, py::handle op) {
+  if (!one_rank::premul_runs_as_sum_then_scale(c.nranks(), raw::group_depth()) ||
+      !py::isinstance<CustomRedOp>(op)) {
     return std::nullopt;
   }
   return op.cast<CustomRedOp&>().scalar();
@@ -66,7 +65,7 @@ void all_reduce(Communicator& c, py::handle sendbuf, py::handle recvbuf, py::han
   auto r = as_buffer(recvbuf, "recvbuf");
   auto o = as_red_op(op, c, s);
   auto st = as_stream(stream, c.device());
-  auto factor = premul_alone(c, op);
+  auto factor = premul_factor_after_sum(c, op);
   ncclRedOp_t use = factor ? ncclSum : o;
   prof.mark(host_profile::kRawArgs);
   // On a fast path already set up the call is a kernel launch: it keeps the
@@ -129,7 +128,7 @@ void bind_raw_ops(py::module_& m) {
         auto r = on_root(c, rt, recvbuf, "recvbuf");
         auto o = as_red_op(op, c, s);
         auto st = as_stream(stream, c.device());
-        auto factor = premul_alone(c, op);
+        auto factor = premul_factor_after_sum(c, op);
         without_gil([&] { raw::reduce(c, s, r, factor ? ncclSum : o, rt, st); });
         if (factor && r) {
           scale_output(c, recvbuf, s.count, *factor, st);
@@ -172,7 +171,7 @@ void bind_raw_ops(py::module_& m) {
         auto r = as_buffer(recvbuf, "recvbuf");
         auto o = as_red_op(op, c, s);
         auto st = as_stream(stream, c.device());
-        auto factor = premul_alone(c, op);
+        auto factor = premul_factor_after_sum(c, op);
         without_gil([&] { raw::reduce_scatter(c, s, r, factor ? ncclSum : o, st); });
         if (factor) {
           scale_output(c, recvbuf, s.count, *factor, st);

@@ -11,7 +11,7 @@
 #include "memory/allocator.h"
 #include "memory/vmm.h"
 #include "nccl/api.h"
-#include "nccl/newer.h"
+#include "nccl/newer_than_2_28.h"
 #include "registration/pool_agreement.h"
 #include "util/concat.h"
 

@@ -14,7 +14,6 @@
 #include "device/dev_comm.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
-#include "python/convert.h"
 #include "testing/bind.h"
 #include "util/checked.h"
 
@@ -22,8 +21,6 @@ namespace py = pybind11;
 
 namespace nccl_core::testing {
 
-using python::as_buffer;
-using python::as_stream;
 
 namespace {
 
@@ -86,20 +83,21 @@ void bind_window_checks(py::module_& m) {
           [](const Window& w) { return address(window_queries::nccl_user_ptr(w)); },
           "ncclWinGetUserPtr (NCCL >= 2.29.2).");
   m.def(
-          "_copy_from",
-          [](const Window& w, unsigned long long addr, py::handle out) {
-            auto o = as_buffer(out, "out");
-            auto comm = w.owner();
-            NCCL_CORE_REQUIRE(comm != nullptr, "the window's communicator is gone");
-            NCCL_CORE_REQUIRE(o.device == comm->device(), "out is on device ", o.device,
-                              ", but the window's communicator is on device ", comm->device());
-            size_t bytes = checked::bytes(o.count, types::element_size(o.type), "out bytes");
-            cudaStream_t st = as_stream(py::none(), o.device);
-            window_queries::copy_from(w, reinterpret_cast<const void*>(addr), bytes, o.ptr, st);
-          },
-          py::arg("window"), py::arg("address"), py::arg("out"),
-          "Copies out's size in bytes from a device address inside one LSA rank's copy of "
-          "this window into out, on the current stream.");
+      "_copy_from",
+      [](const Window& w, unsigned long long addr, const at::Tensor& out) {
+        auto comm = w.owner();
+        NCCL_CORE_REQUIRE(comm != nullptr, "the window's communicator is gone");
+        NCCL_CORE_REQUIRE(out.is_cuda() && out.get_device() == comm->device() && out.is_contiguous(),
+                          "out must be a contiguous tensor on cuda:", comm->device(),
+                          ", the window's communicator's device");
+        size_t bytes = checked::bytes(checked::narrow<size_t>(out.numel(), "out elements"),
+                                      out.element_size(), "out bytes");
+        cudaStream_t st = c10::cuda::getCurrentCUDAStream(comm->device()).stream();
+        window_queries::copy_from(w, reinterpret_cast<const void*>(addr), bytes, out.data_ptr(), st);
+      },
+      py::arg("window"), py::arg("address"), py::arg("out"),
+      "Copies out's size in bytes from a device address inside one LSA rank's copy of "
+      "this window into out, on the current stream.");
 
   m.def(
       "_comm_properties",
