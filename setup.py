@@ -105,7 +105,10 @@ def main():
         description="A torch.distributed backend exposing NCCL's full modern API",
         packages=find_packages(include=["nccl_core_backend", "nccl_core_backend.*"]),
         package_data={"nccl_core_backend": ["py.typed", "*.pyi", "**/*.pyi"]},
-        ext_modules=[ext, lab_ext],  # in this order: the lab links against _C
+        # In this order: the lab links against _C.  NCCL_CORE_PREBUILT=1: both
+        # are already in place, built elsewhere for this torch and these sources
+        # (scripts/prebuild.sh, installed by scripts/gpu-build.sh).
+        ext_modules=[] if os.environ.get("NCCL_CORE_PREBUILT") == "1" else [ext, lab_ext],
         cmdclass={"build_ext": BuildWithLab.with_options(use_ninja=True)},
         entry_points={"torch.backends": ["nccl_core = nccl_core_backend._autoload:autoload"]},
         python_requires=">=3.10",

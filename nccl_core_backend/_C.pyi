@@ -9,14 +9,30 @@ import torch
 import torch.distributed as dist
 from torch._C._distributed_c10d import Backend, Store
 
+from nccl_core_backend.coll_config import NCCLCollConfig
+from nccl_core_backend.dev_resources import (
+    GinBarrierHandle,
+    GinBarrierRequirement,
+    LLA2AHandle,
+    LLA2ARequirement,
+    LsaBarrierHandle,
+    LsaBarrierRequirement,
+    MultimemHandle,
+    TeamRequirement,
+)
 from nccl_core_backend.constants import (
+    NcclCftCap,
+    NcclCftTeamMode,
     NcclCommMemStat,
     NcclGinConnectionType,
     NcclGinType,
     Result,
     WindowFlag,
 )
+from nccl_core_backend.properties import NCCLCommProperties
 from nccl_core_backend.rma import WaitSignalDesc
+from nccl_core_backend.team import NCCLTeam
+from nccl_core_backend.unique_id import UniqueId
 
 
 StreamLike = torch.cuda.Stream | int | Any | None
@@ -35,6 +51,11 @@ def _host_profile(enable: bool | None = None,
                   reset: bool = False) -> dict[str, tuple[int, float]]: ...
 def group_start() -> None: ...
 def group_end() -> None: ...
+def group_simulate_end() -> float:
+    """NcclInvalid outside a group or inside a nested one."""
+def _param_get(key: str) -> str | None: ...
+def _param_keys() -> list[str]: ...
+def _param_dump_all() -> None: ...
 def get_error_string(nccl_result: Result | int) -> str:
     """NcclInvalid for a code outside a 32-bit int."""
 def _group_depth() -> int: ...
@@ -122,6 +143,9 @@ class ProcessGroupNcclCore(Backend):
     def comm_split_count(self) -> int: ...
     def memory_stats(self) -> dict[str, int]:
         """NCCL's memory statistics of the communicator (NCCL >= 2.29.7)."""
+    def revoke(self) -> None:
+        """ncclCommRevoke on the group's communicator (NCCL >= 2.28.7): its pending
+        Works and every later call raise DistBackendError until destroy_process_group()."""
     def suspend(self) -> None:
         """ncclCommSuspend(NCCL_SUSPEND_MEM) on the group's communicator (NCCL >= 2.29.7)."""
     def resume(self) -> None:
@@ -162,6 +186,10 @@ class RegisteredWindowHandle(CommResource):
     def get_peer_device_pointer(self, peer: int, offset: int = 0) -> int | None:
         """offset is checked against the peer's window size (exchanged at registration)."""
     def get_lsa_multimem_device_pointer(self, offset: int = 0) -> int | None: ...
+    def get_multimem_device_pointer(self, multimem: MultimemHandle, offset: int = 0) -> int | None:
+        """The window's multicast address through a team's handle
+        (DevCommResource.multimem_handle; ncclGetMultimemDevicePointer, NCCL >= 2.29.2), or
+        None where this communicator has no NVLink multicast."""
 
 class CustomRedOp(CommResource):
     @property
@@ -190,13 +218,38 @@ class NCCLDevCommRequirements:
     gin_connection_type: NcclGinConnectionType
     gin_exclusive_contexts: bool
     gin_queue_depth: int
+    gin_traffic_class: int | None
+    world_gin_barrier_count: int
+    gin_strong_signals_required: bool
+    gin_va_signals_required: bool
+    gin_custom_stride: int
+    gin_type: NcclGinType
+    cft_caps: NcclCftCap
+    cft_barrier_count: int
+    resources: tuple[LsaBarrierRequirement | GinBarrierRequirement | LLA2ARequirement, ...]
+    teams: tuple[TeamRequirement, ...]
     def __init__(self, *, lsa_multimem: bool = False, barrier_count: int = 0,
                  lsa_barrier_count: int = 0, rail_gin_barrier_count: int = 0,
                  lsa_ll_a2a_block_count: int = 0, lsa_ll_a2a_slot_count: int = 0,
                  gin_force_enable: bool = False, gin_context_count: int = 0,
                  gin_signal_count: int = 0, gin_counter_count: int = 0,
                  gin_connection_type: NcclGinConnectionType | int = 0,
-                 gin_exclusive_contexts: bool = False, gin_queue_depth: int = 0) -> None: ...
+                 gin_exclusive_contexts: bool = False, gin_queue_depth: int = 0,
+                 gin_traffic_class: int | None = None, world_gin_barrier_count: int = 0,
+                 gin_strong_signals_required: bool = True, gin_va_signals_required: bool = True,
+                 gin_custom_stride: int = 1, gin_type: NcclGinType | int = 0,
+                 cft_caps: NcclCftCap | int = 0, cft_barrier_count: int = 0,
+                 resources: Sequence[LsaBarrierRequirement | GinBarrierRequirement
+                                     | LLA2ARequirement] = (),
+                 teams: Sequence[TeamRequirement] = ()) -> None:
+        """Fields of a later NCCL than the loaded one are refused (NcclUnsupported) when set
+        away from NCCL's default: 2.29.7 the GIN connection, 2.30.3 the traffic class and world
+        GIN barriers, 2.30.7 the signal flags, 2.31.2 the custom stride, GIN type and CFT.
+        resources: device resources made by NCCL's *CreateRequirement helpers, each giving
+        one handle in DevCommResource.resource_handles.
+        teams: teams NCCL prepares for the device communicator, each once (entries for one
+        team merge; multimem if any sets it); multimem is refused where NVLink multicast is
+        off (NcclUnsupported), as lsa_multimem is."""
 
 class DevCommResource(CommResource):
     @property
@@ -205,8 +258,16 @@ class DevCommResource(CommResource):
     def dev_comm(self) -> DevCommResource: ...
     @property
     def requirements(self) -> NCCLDevCommRequirements: ...
+    @property
+    def resource_handles(self) -> tuple[LsaBarrierHandle | GinBarrierHandle | LLA2AHandle, ...]:
+        """The handle of each of requirements.resources, in order, as NCCL completed it."""
+    def multimem_handle(self, team: NCCLTeam) -> MultimemHandle:
+        """The multicast handle NCCL filled in for ``team``; KeyError unless an entry of
+        requirements.teams asked for it with multimem=True."""
 
 class Communicator:
+    def __init__(self) -> None:
+        """A null communicator (no NCCL handle): what a new rank calls grow(..., rank=) on."""
     @property
     def rank(self) -> int: ...
     @property
@@ -226,32 +287,44 @@ class Communicator:
         NCCL_SUSPEND_MEM = 1).  ``NcclUnsupported`` on older NCCL."""
     def resume(self) -> None:
         """Restores what :meth:`suspend` released (``ncclCommResume``, NCCL >= 2.29.7)."""
+    def revoke(self, flags: int = 0) -> None:
+        """Stops the operations in flight (``ncclCommRevoke``, NCCL >= 2.28.7); then
+        destroy(), split or shrink it.  ``flags`` other than 0: NcclInvalid."""
     def close_all_resources(self) -> None: ...
     def finalize(self) -> None:
         """Waits for operations of other threads in flight (and their open groups)
-        first; NcclInvalid inside this thread's open group that uses it."""
+        first; NcclInvalid inside this thread's open group that uses it, and
+        after revoke()."""
     def destroy(self) -> None:
         """As finalize, without ncclCommFinalize."""
     def abort(self) -> None:
         """Waits up to 1 s for calls of other threads that are only enqueueing."""
     def allreduce(self, sendbuf: BufferLike, recvbuf: BufferLike, op: RedOpLike, *,
-                  stream: StreamLike = None) -> None:
+                  stream: StreamLike = None,
+                  config: NCCLCollConfig | None = None) -> None:
         """bool buffers reduce as logic: SUM is OR, PROD is AND; AVG and
         CustomRedOp are refused for them (as for reduce and reduce_scatter)."""
     def reduce(self, sendbuf: BufferLike, recvbuf: BufferLike | None, op: RedOpLike,
-               root: int | None = None, *, stream: StreamLike = None) -> None: ...
+               root: int | None = None, *, stream: StreamLike = None,
+               config: NCCLCollConfig | None = None) -> None: ...
     def broadcast(self, sendbuf: BufferLike | None, recvbuf: BufferLike, root: int, *,
-                  stream: StreamLike = None) -> None: ...
+                  stream: StreamLike = None,
+                  config: NCCLCollConfig | None = None) -> None: ...
     def allgather(self, sendbuf: BufferLike, recvbuf: BufferLike, *,
-                  stream: StreamLike = None) -> None: ...
+                  stream: StreamLike = None,
+                  config: NCCLCollConfig | None = None) -> None: ...
     def gather(self, sendbuf: BufferLike, recvbuf: BufferLike | None, root: int | None = None, *,
-               stream: StreamLike = None) -> None: ...
+               stream: StreamLike = None,
+               config: NCCLCollConfig | None = None) -> None: ...
     def reduce_scatter(self, sendbuf: BufferLike, recvbuf: BufferLike, op: RedOpLike, *,
-                       stream: StreamLike = None) -> None: ...
+                       stream: StreamLike = None,
+                       config: NCCLCollConfig | None = None) -> None: ...
     def alltoall(self, sendbuf: BufferLike, recvbuf: BufferLike, *,
-                 stream: StreamLike = None) -> None: ...
+                 stream: StreamLike = None,
+                 config: NCCLCollConfig | None = None) -> None: ...
     def scatter(self, sendbuf: BufferLike | None, recvbuf: BufferLike, root: int, *,
-                stream: StreamLike = None) -> None: ...
+                stream: StreamLike = None,
+                config: NCCLCollConfig | None = None) -> None: ...
     def send(self, sendbuf: BufferLike, peer: int, *, stream: StreamLike = None) -> None: ...
     def recv(self, recvbuf: BufferLike, peer: int, *, stream: StreamLike = None) -> None: ...
     def register_buffer(self, buffer: BufferLike) -> RegisteredBufferHandle: ...
@@ -274,13 +347,53 @@ class Communicator:
     def shrink(self, exclude_ranks: Sequence[int] | None = None, config: Options | None = None,
                flag: int = 0) -> Communicator:
         """exclude_ranks must name at least one rank, each once (NcclInvalid otherwise)."""
+    def get_unique_id(self) -> UniqueId:
+        """ncclCommGetUniqueId (NCCL >= 2.29.2), on the one existing rank that leads a grow."""
+    def grow(self, nranks: int, unique_id: UniqueId | None = None, rank: int | None = None,
+             config: Options | None = None) -> Communicator:
+        """ncclCommGrow (NCCL >= 2.29.2): existing ranks on this communicator (unique_id on
+        the leading rank only), new ranks on Communicator() with unique_id and rank=."""
     def _resource_count(self) -> int: ...
     def create_dev_comm(self,
                         requirements: NCCLDevCommRequirements | None = None) -> DevCommResource: ...
     @property
+    def properties(self) -> NCCLCommProperties:
+        """``ncclCommQueryProperties`` (NCCL >= 2.29.2); fields of later releases
+        are None on older ones."""
+    @property
+    def cuda_dev(self) -> int: ...
+    @property
+    def nvml_dev(self) -> int: ...
+    @property
+    def device_api_support(self) -> bool: ...
+    @property
+    def multimem_support(self) -> bool: ...
+    @property
     def gin_type(self) -> NcclGinType: ...
     @property
-    def railed_gin_type(self) -> NcclGinType: ...
+    def railed_gin_type(self) -> NcclGinType:
+        """NCCL >= 2.29.7."""
+    @property
+    def n_lsa_teams(self) -> int:
+        """NCCL >= 2.29.7."""
+    @property
+    def host_rma_support(self) -> bool:
+        """NCCL >= 2.29.7."""
+    @property
+    def team_world(self) -> NCCLTeam: ...
+    @property
+    def team_lsa(self) -> NCCLTeam: ...
+    @property
+    def team_rail(self) -> NCCLTeam: ...
+    def team_cft(self, mode: NcclCftTeamMode | int = 0) -> NCCLTeam:
+        """NCCL >= 2.31.2."""
+    @property
+    def team_cft_multimem(self) -> NCCLTeam:
+        """NCCL >= 2.31.2."""
+    def team_rank_to_world(self, team: NCCLTeam, team_rank: int) -> int:
+        """NcclInvalid for a team_rank outside the team or a team not of this rank."""
+    def team_rank_to_lsa(self, team: NCCLTeam, team_rank: int) -> int:
+        """NcclInvalid as team_rank_to_world."""
     @property
     def rma_route(self) -> str:
         """"auto" or "native" (see docs/api.md, One-sided operations)."""

@@ -25,6 +25,7 @@ _importlib.import_module("torch.distributed")
 
 from nccl_core_backend._registration import BACKEND_NAME, register  # noqa: E402
 from nccl_core_backend.communicator import (  # noqa: E402
+    GroupSimInfo,
     get_backend,
     get_communicator,
     get_error_string,
@@ -58,6 +59,8 @@ from nccl_core_backend.constants import (  # noqa: E402
     UINT64,
     CommShrinkFlag,
     CTAPolicy,
+    NcclCftCap,
+    NcclCftTeamMode,
     NcclCommMemStat,
     NcclDataType,
     NcclGinConnectionType,
@@ -67,9 +70,25 @@ from nccl_core_backend.constants import (  # noqa: E402
     ScalarResidence,
     WindowFlag,
 )
+from nccl_core_backend.coll_config import NCCLCollConfig, VendorOption, coll_config  # noqa: E402
 from nccl_core_backend.compatibility import Feature, features  # noqa: E402
 from nccl_core_backend.errors import NcclError, NcclInvalid, NcclUnsupported  # noqa: E402
+from nccl_core_backend.params import dump_params, params  # noqa: E402
+from nccl_core_backend.properties import NCCLCommProperties  # noqa: E402
 from nccl_core_backend.rma import WaitSignalDesc  # noqa: E402
+from nccl_core_backend.team import NCCLTeam  # noqa: E402
+from nccl_core_backend.dev_resources import (  # noqa: E402
+    GinBarrierHandle,
+    GinBarrierRequirement,
+    LLA2AHandle,
+    LLA2ARequirement,
+    LsaBarrierHandle,
+    LsaBarrierRequirement,
+    MultimemHandle,
+    TeamRequirement,
+)
+from nccl_core_backend.grow import grow_group  # noqa: E402
+from nccl_core_backend.unique_id import UniqueId  # noqa: E402
 
 register()
 
@@ -101,7 +120,9 @@ _LAZY_EXT = (
     "RegisteredWindowHandle",
     "CustomRedOp",
     "DevCommResource",
+    "NCCLCommProperties",
     "NCCLDevCommRequirements",
+    "NCCLTeam",
 )
 _LAZY_MODULES = {
     "torch": "nccl_core_backend.interop.torch",
@@ -154,6 +175,7 @@ __all__ = [
     "FLOAT64",
     "FLOAT8E4M3",
     "FLOAT8E5M2",
+    "GroupSimInfo",
     "HALF",
     "INT",
     "INT32",
@@ -161,8 +183,13 @@ __all__ = [
     "INT8",
     "MAX",
     "MIN",
+    "NCCLCollConfig",
+    "NCCLCommProperties",
     "NCCLDevCommRequirements",
+    "NCCLTeam",
     "NCCL_SPLIT_NOCOLOR",
+    "NcclCftCap",
+    "NcclCftTeamMode",
     "NcclCommMemStat",
     "NcclDataType",
     "NcclError",
@@ -182,10 +209,22 @@ __all__ = [
     "UINT32",
     "UINT64",
     "UINT8",
+    "UniqueId",
+    "GinBarrierHandle",
+    "GinBarrierRequirement",
+    "LLA2AHandle",
+    "LLA2ARequirement",
+    "LsaBarrierHandle",
+    "LsaBarrierRequirement",
+    "MultimemHandle",
+    "TeamRequirement",
+    "VendorOption",
     "WaitSignalDesc",
     "WindowFlag",
+    "coll_config",
     "cupy",
     "device",
+    "dump_params",
     "features",
     "get_backend",
     "get_communicator",
@@ -193,7 +232,9 @@ __all__ = [
     "group",
     "group_end",
     "group_start",
+    "grow_group",
     "nccl_version",
+    "params",
     "register",
     "torch",
 ]

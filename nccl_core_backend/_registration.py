@@ -7,8 +7,22 @@ is cheap; the creator imports ``_C`` when the first group is built.
 from __future__ import annotations
 
 import zlib
+from typing import Any, NamedTuple
 
 BACKEND_NAME = "nccl_core"
+
+
+class GrowPlan(NamedTuple):
+    """What ``grow.grow_group`` tells the creator of the group it makes."""
+
+    ranks: list  # the grown group's global ranks, sorted
+    parent: Any  # the smaller group's Communicator on its members; None on a new rank
+    unique_id: bytes  # the grow's id, taken by the smaller group's rank 0
+
+
+# Set by grow_group around its dist.new_group call, on the grown group's ranks;
+# the creator of that group takes it.
+pending_grow: GrowPlan | None = None
 
 
 def register() -> None:
@@ -94,6 +108,18 @@ def create_backend(dist_backend_opts, pg_options):
     )
     ranks = list(dist_backend_opts.global_ranks_in_group)
     parent = _split_source(ranks)
-    if parent is not None:
+    global pending_grow
+    grow = pending_grow
+    if grow is not None and sorted(ranks) == grow.ranks:
+        backend._set_grow_source(grow.parent, grow.unique_id)
+        pending_grow = None  # taken: grow_group sees that this group grows
+        import torch.distributed as dist
+
+        if parent is not None and len(ranks) < dist.get_world_size():
+            # The ranks left out split the parent with no color inside this
+            # new_group call; ncclCommSplit needs every rank of it.
+            default = dist.distributed_c10d._get_default_group()
+            parent.perform_nocolor_split(default.bound_device_id)
+    elif parent is not None:
         backend._set_split_source(parent, split_color(ranks))
     return backend

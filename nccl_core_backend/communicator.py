@@ -8,7 +8,8 @@ adds the ``group()`` context manager.
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator, Literal, overload
 
 import torch
 import torch.distributed as dist
@@ -62,14 +63,40 @@ def group_start() -> None:
     _ext().group_start()
 
 
-def group_end() -> None:
-    """``ncclGroupEnd``: launch the queued operations."""
-    _ext().group_end()
+@dataclass(frozen=True)
+class GroupSimInfo:
+    """What :func:`group_end` with ``simulate=True`` returns."""
+
+    estimated_time: float
+    """NCCL's estimate of the group's time (``ncclSimInfo_t.estimatedTime``)."""
+
+
+@overload
+def group_end(*, simulate: Literal[False] = False) -> None: ...
+@overload
+def group_end(*, simulate: Literal[True]) -> GroupSimInfo: ...
+@overload
+def group_end(*, simulate: bool) -> GroupSimInfo | None: ...
+def group_end(*, simulate: bool = False) -> GroupSimInfo | None:
+    """``ncclGroupEnd``: launch the queued operations.
+
+    With ``simulate=True`` (``ncclGroupSimulateEnd``) the outermost group ends
+    without launching anything, and NCCL's estimate of its time comes back in
+    a :class:`GroupSimInfo`.  A communicator of one rank has no algorithm
+    to model, and NCCL leaves the estimate at -1.0 (``NCCL_UNDEF_FLOAT``).
+    """
+    if not isinstance(simulate, bool):
+        raise NcclInvalid(f"simulate must be a bool, got {type(simulate).__name__}")
+    if not simulate:
+        _ext().group_end()
+        return None
+    return GroupSimInfo(estimated_time=_ext().group_simulate_end())
 
 
 @contextlib.contextmanager
 def group() -> Iterator[None]:
-    """``with group(): ...`` brackets raw operations with group_start/group_end."""
+    """``with group(): ...`` brackets raw operations with group_start/group_end
+    (no simulation: call group_end(simulate=True) yourself for that)."""
     group_start()
     try:
         yield

@@ -147,6 +147,7 @@ class NcclGinType(enum.IntEnum):
     PROXY = 2
     GDAKI = 3
     GPI = 4
+    EFA_GDA = 5
 
 
 class NcclGinConnectionType(enum.IntEnum):
@@ -155,6 +156,23 @@ class NcclGinConnectionType(enum.IntEnum):
     NONE = 0
     FULL = 1
     RAIL = 2
+    CUSTOM_STRIDE = 3
+
+
+class NcclCftCap(enum.IntFlag):
+    """``ncclCftCap_t``: the CFT capabilities a device communicator asks for."""
+
+    NONE = 0x0
+    CFT = 0x1
+    MULTIMEM = 0x2
+
+
+class NcclCftTeamMode(enum.IntEnum):
+    """``ncclCftTeamMode_t``: which ranks of the CFT unicast group ``team_cft`` holds."""
+
+    FLAT = 0
+    HIER_MULTIMEM = 1
+    HIER_LSA = 2
 
 
 class CTAPolicy(enum.IntFlag):

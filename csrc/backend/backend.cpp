@@ -1,6 +1,6 @@
 // The nccl_core backend's lifecycle: construction, the communicator (created
-// lazily, adopted after a split), timeouts, the bound device (its end:
-// teardown.cpp).
+// lazily: a fresh one, a split's or a grow's; adopted after a split),
+// timeouts, the bound device (its end: teardown.cpp).
 #include "backend/backend.h"
 #include "collectives/path_agreement.h"
 
@@ -126,9 +126,12 @@ void Backend::create_communicator(at::Device dev) {
   check_healthy();
   try {
     std::shared_ptr<Communicator> comm;
-    if (split_parent_) {
-      comm = split_parent_->communicator(dev)->split(
-          split_color_, rank_, options_->config, options_->timeout);
+    if (source_.split_parent) {
+      comm = source_.split_parent->communicator(dev)->split(
+          source_.split_color, rank_, options_->config, options_->timeout);
+    } else if (source_.grow) {
+      comm = grown_communicator(*source_.grow, rank_, size_, dev.index(), options_->config,
+                                options_->timeout);
     } else {
       // The store is already prefixed per group, so a counter is enough to
       // keep keys apart.
@@ -138,6 +141,7 @@ void Backend::create_communicator(at::Device dev) {
                                   options_->config, options_->timeout);
     }
     adopt(std::move(comm), dev);
+    source_ = CommSource{};
   } catch (const c10::Error&) {
     throw;
   } catch (...) {
@@ -258,17 +262,6 @@ void Backend::setBoundDeviceId(std::optional<at::Device> device) {
                           ", it cannot be bound to ", device->str());
   }
   c10d::Backend::setBoundDeviceId(device);
-}
-
-uint64_t Backend::getSequenceNumberForGroup() {
-  // The collectives, as backend nccl counts: ranks compare this number
-  // (TORCH_DISTRIBUTED_DEBUG=DETAIL's checks), and send/recv differ between
-  // ranks (op/op_kind.h).
-  return collectives_.load();
-}
-
-void Backend::setSequenceNumberForGroup() {
-  // Sequence numbers start at 0 on every rank; nothing to agree on.
 }
 
 } // namespace nccl_core

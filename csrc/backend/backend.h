@@ -1,7 +1,8 @@
 // csrc/backend: nccl_core's c10d::Backend, which turns torch.distributed
 // calls into NCCL calls on one Communicator.  Lifecycle in backend.cpp (its
 // end, abort and shutdown, in teardown.cpp), new
-// groups from this one (split, shrink) in splits.cpp, a new communicator over
+// groups from this one (split, shrink) in splits.cpp, a group grown from a
+// smaller one there too, a new communicator over
 // other members (torch >= 2.15's reconfigure) in reconfigure.cpp and
 // membership.h; the operations in collectives.cpp, gathers.cpp and p2p.cpp
 // (point-to-point, all-to-all, coalescing), one-sided windows in
@@ -34,7 +35,9 @@
 #endif
 
 #include "backend/call_args.h"
+#include "backend/comm_source.h"
 #include "backend/membership.h"
+#include "backend/op_call.h"
 #include "backend/options.h"
 #include "backend/work.h"
 #include "comm/communicator.h"
@@ -72,6 +75,7 @@ class Backend : public c10d::Backend {
   void setSequenceNumberForGroup() override;
   c10d::ErrorType getError() override;
   void abort() override;  // the program's abort hooks first, then abort_communicator()
+  void revoke();  // ncclCommRevoke; pending and later works fail (teardown.cpp)
   void shutdown() override;
   void setBoundDeviceId(std::optional<at::Device> d) NCCL_CORE_OVERRIDE_215;  // the comm's device
 
@@ -104,7 +108,7 @@ class Backend : public c10d::Backend {
   void startCoalescing() override;
   WorkPtr endCoalescing() override;
 
-  // --- memory.cpp, mem_pools.cpp: NCCL memory; MemPools registered (as registerMemPool)
+  // --- mem_pools.cpp: NCCL memory; MemPools registered (as registerMemPool)
   std::shared_ptr<c10::Allocator> getMemAllocator() override;
   at::Tensor allocateTensor(long size, at::TensorOptions options = {}) override;
   bool supportsTensorAlloc(c10::DeviceIndex device) override;
@@ -154,10 +158,12 @@ class Backend : public c10d::Backend {
   const nvlink::Engine* fast_engine() const { return fast_ ? &fast_->engine : nullptr; }  // or null
   void perform_nocolor_split(std::optional<at::Device> device);  // new_group's non-members
   void set_split_source(c10::intrusive_ptr<Backend> parent, int color);  // and its members
+  void set_grow_source(GrowSource source);  // nc.grow_group's ranks (splits.cpp)
   const c10::intrusive_ptr<GroupOptions>& options() const { return options_; }
   c10::cuda::CUDAStream stream();
   size_t pending_works() const;
   Buf buf(const at::Tensor& t, const char* op) const;  // checks device, layout
+  NextCollConfig next_coll_config;  // nc.coll_config(...)'s (op_call.h); locks itself
 
  private:
   // fn(comm, stream, work) on the caller's stream or the group's (launch.h).
@@ -183,8 +189,8 @@ class Backend : public c10d::Backend {
   ncclRedOp_t reduce_op(const c10d::ReduceOp& op, const at::Tensor& t, ncclDataType_t type,
                         Work& work, const char* what);
   void destroy_redops();  // the PreMulSum ops, after the enqueue or the block
-  // The fast path, or nullptr (off, or in a coalescing block NCCL groups):
-  nvlink::Engine* fast_path() const { return coalescing_ || !fast_ ? nullptr : &fast_->engine; }
+  // The fast path, or nullptr (off, coalescing, a configured call: op_call.cpp).
+  nvlink::Engine* fast_path() const;
   std::chrono::milliseconds timeout_of(std::chrono::milliseconds t) const;
   profiling::GroupDescription describe() const;  // record_param_comms
   void open_group();  // in a coalescing block, once the communicator exists
@@ -208,8 +214,7 @@ class Backend : public c10d::Backend {
   bool estimating_ = false;  // inside startTimeEstimate .. endTimeEstimate
   std::atomic<bool> announced_{false};
   uintptr_t announced_comm_ = 0;
-  c10::intrusive_ptr<Backend> split_parent_;
-  int split_color_ = -1;
+  CommSource source_;  // a split or grow parent, until the communicator exists
   bool coalescing_ = false;  // startCoalescing .. endCoalescing
   bool group_open_ = false;  // ncclGroupStart called for the open block
   c10::intrusive_ptr<Work> coalesced_;

@@ -121,7 +121,7 @@ WorkPtr Backend::broadcast(std::vector<at::Tensor>& tensors,
                   // Bytes that would wrap are refused here, as torch's ValueError.
                   (void)checked::bytes<raise_value_error>(b.count, types::element_size(b.type),
                                                           "broadcast bytes");
-                  collectives::broadcast_on_a_path({c, s, Check::kWait}, fast_path(), b.ptr,
+                  collectives::broadcast_on_a_path(on(c, s), fast_path(), b.ptr,
                                                    b.ptr, b.count, b.type, root);
                 });
 }
@@ -135,7 +135,7 @@ WorkPtr Backend::allreduce(std::vector<at::Tensor>& tensors,
                 [&](Communicator& c, cudaStream_t s, Work& w) {
                   Buf b = buf(t, "allreduce");
                   ncclRedOp_t op = reduce_op(opts.reduceOp, t, b.type, w, "allreduce");
-                  collectives::all_reduce_on_a_path({c, s, Check::kWait}, fast_path(), b.ptr,
+                  collectives::all_reduce_on_a_path(on(c, s), fast_path(), b.ptr,
                                                     b.ptr, b.count, b.type, op,
                                                     one_rank_fallback(size_, opts.reduceOp, t, t));
                 });
@@ -165,7 +165,7 @@ WorkPtr Backend::allreduce_coalesced(
                   NCCL_CORE_CHECK(c.get(), nccl().GroupStart());
                   for (size_t i = 0; i < bufs.size(); ++i) {
                     auto& b = bufs[i];
-                    collectives::all_reduce({c, s, Check::kGrouped}, b.ptr, b.ptr, b.count, b.type,
+                    collectives::all_reduce(on(c, s, Check::kGrouped), b.ptr, b.ptr, b.count, b.type,
                                             ops[i]);
                   }
                   c.call(nccl().GroupEnd(), "ncclGroupEnd");
@@ -186,7 +186,7 @@ WorkPtr Backend::reduce(std::vector<at::Tensor>& tensors,
                     reduce_without_nccl(opts.reduceOp, t, t);
                     return;
                   }
-                  collectives::reduce({c, s, Check::kWait}, b.ptr, b.ptr, b.count, b.type, op,
+                  collectives::reduce(on(c, s), b.ptr, b.ptr, b.count, b.type, op,
                                       root);
                 });
 }
@@ -202,7 +202,7 @@ WorkPtr Backend::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                   Buf out = buf(output, "reduce_scatter_tensor");
                   ncclRedOp_t op = reduce_op(opts.reduceOp, input, in.type, w,
                                              "reduce_scatter_tensor");
-                  collectives::reduce_scatter_on_a_path({c, s, Check::kWait}, fast_path(),
+                  collectives::reduce_scatter_on_a_path(on(c, s), fast_path(),
                                                         in.ptr, out.ptr, out.count, out.type, op,
                                                         one_rank_fallback(size_, opts.reduceOp,
                                                                           input, output));
@@ -237,7 +237,7 @@ WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs,
                     NCCL_CORE_CHECK(c.get(), nccl().GroupStart());
                     for (int r = 0; r < size_; ++r) {
                       void* recv = r == rank_ ? out.ptr : in_bufs[r].ptr;
-                      collectives::reduce({c, s, Check::kGrouped}, in_bufs[r].ptr, recv,
+                      collectives::reduce(on(c, s, Check::kGrouped), in_bufs[r].ptr, recv,
                                           in_bufs[r].count, out.type, op, r);
                     }
                     c.call(nccl().GroupEnd(), "ncclGroupEnd");
@@ -247,7 +247,7 @@ WorkPtr Backend::reduce_scatter(std::vector<at::Tensor>& outputs,
                   w.stash.push_back(flat);
                   ncclRedOp_t op = reduce_op(opts.reduceOp, output, out.type, w,
                                              "reduce_scatter");
-                  collectives::reduce_scatter({c, s, Check::kWait}, flat.data_ptr(), out.ptr,
+                  collectives::reduce_scatter(on(c, s), flat.data_ptr(), out.ptr,
                                               out.count, out.type, op);
                 });
 }
@@ -276,7 +276,7 @@ WorkPtr Backend::reduce_scatter_tensor_coalesced(
                   }
                   NCCL_CORE_CHECK(c.get(), nccl().GroupStart());
                   for (size_t i = 0; i < ins.size(); ++i) {
-                    collectives::reduce_scatter({c, s, Check::kGrouped}, ins[i].ptr, outs[i].ptr,
+                    collectives::reduce_scatter(on(c, s, Check::kGrouped), ins[i].ptr, outs[i].ptr,
                                                 outs[i].count, outs[i].type, ops[i]);
                   }
                   c.call(nccl().GroupEnd(), "ncclGroupEnd");

@@ -42,7 +42,7 @@ WorkPtr Backend::_allgather_base(at::Tensor& output, at::Tensor& input,
                   // Bytes that would wrap are refused here, as torch's ValueError.
                   (void)checked::bytes<raise_value_error>(
                       in.count, types::element_size(in.type), "all_gather bytes per rank");
-                  collectives::all_gather_on_a_path({c, s, Check::kWait}, fast_path(), in.ptr,
+                  collectives::all_gather_on_a_path(on(c, s), fast_path(), in.ptr,
                                                     out.ptr, in.count, in.type);
                 });
 }
@@ -67,7 +67,7 @@ WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                     NCCL_CORE_CHECK(c.get(), nccl().GroupStart());
                     for (int r = 0; r < size_; ++r) {
                       const void* send = r == rank_ ? in.ptr : out_bufs[r].ptr;
-                      collectives::broadcast({c, s, Check::kGrouped}, send, out_bufs[r].ptr,
+                      collectives::broadcast(on(c, s, Check::kGrouped), send, out_bufs[r].ptr,
                                              out_bufs[r].count, in.type, r);
                     }
                     c.call(nccl().GroupEnd(), "ncclGroupEnd");
@@ -75,7 +75,7 @@ WorkPtr Backend::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                   }
                   at::Tensor flat = flat_like(input, size_);
                   w.stash.push_back(flat);
-                  collectives::all_gather({c, s, Check::kWait}, in.ptr, flat.data_ptr(), in.count,
+                  collectives::all_gather(on(c, s), in.ptr, flat.data_ptr(), in.count,
                                           in.type);
                   w.epilogue.push_back([flat, outs = outs, n = size_]() mutable {
                     for (int r = 0; r < n; ++r) {
@@ -102,7 +102,7 @@ WorkPtr Backend::allgather_coalesced(
                   for (auto& in : inputs) {
                     Buf b = buf(in, "allgather_coalesced");
                     flats.push_back(flat_like(in, size_));
-                    collectives::all_gather({c, s, Check::kGrouped}, b.ptr, flats.back().data_ptr(),
+                    collectives::all_gather(on(c, s, Check::kGrouped), b.ptr, flats.back().data_ptr(),
                                             b.count, b.type);
                   }
                   c.call(nccl().GroupEnd(), "ncclGroupEnd");
@@ -131,7 +131,7 @@ WorkPtr Backend::allgather_into_tensor_coalesced(
                   for (size_t i = 0; i < inputs.size(); ++i) {
                     Buf in = buf(inputs[i], "allgather_into_tensor_coalesced");
                     Buf out = buf(outputs[i], "allgather_into_tensor_coalesced");
-                    collectives::all_gather({c, s, Check::kGrouped}, in.ptr, out.ptr, in.count,
+                    collectives::all_gather(on(c, s, Check::kGrouped), in.ptr, out.ptr, in.count,
                                             in.type);
                   }
                   c.call(nccl().GroupEnd(), "ncclGroupEnd");
@@ -160,7 +160,7 @@ WorkPtr Backend::gather(std::vector<std::vector<at::Tensor>>& outputs,
                     w.stash.push_back(flat);
                     recv = flat.data_ptr();
                   }
-                  collectives::gather({c, s, Check::kWait}, in.ptr, recv, in.count, in.type, root);
+                  collectives::gather(on(c, s), in.ptr, recv, in.count, in.type, root);
                   w.epilogue.push_back([flat, outs = outs]() mutable {
                     for (size_t r = 0; r < outs.size(); ++r) {
                       outs[r].copy_(flat[r].view_as(outs[r]), true);
@@ -186,7 +186,7 @@ WorkPtr Backend::gather_into_tensor(at::Tensor& output, at::Tensor& input,
                 [&](Communicator& c, cudaStream_t s, Work&) {
                   Buf in = buf(input, "gather_single");
                   void* recv = is_root ? buf(output, "gather_single").ptr : nullptr;
-                  collectives::gather({c, s, Check::kWait}, in.ptr, recv, in.count, in.type, root);
+                  collectives::gather(on(c, s), in.ptr, recv, in.count, in.type, root);
                 });
 }
 #endif
@@ -214,7 +214,7 @@ WorkPtr Backend::scatter(std::vector<at::Tensor>& outputs,
                     w.stash.push_back(flat);
                     send = flat.data_ptr();
                   }
-                  collectives::scatter({c, s, Check::kWait}, send, out.ptr, out.count, out.type,
+                  collectives::scatter(on(c, s), send, out.ptr, out.count, out.type,
                                        root);
                 });
 }

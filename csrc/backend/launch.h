@@ -18,7 +18,9 @@
 // capture nothing is queried or watched: the graph owns the memory and
 // replays reuse the same pointers.
 // The steps around the enqueue are the Backend's, in op_call.cpp: only the
-// part that runs the operation's own code is a template.
+// part that runs the operation's own code is a template.  A group's per-call
+// config is current for the whole call (OpConfig, op_call.h): the fast path stands
+// aside and the collectives hand it to NCCL.
 #pragma once
 
 #include <c10/cuda/CUDAGuard.h>
@@ -36,6 +38,7 @@ c10::intrusive_ptr<c10d::Work> Backend::launch(
   try {
     OpCall op(type, what);  // its scopes last until this call returns
     OpSteps::enter_call(*this, op, device, call);
+    OpConfig config(op.coll_config.get());  // current until the call returns
     OpSteps::describe_call(*this, op, inputs, outputs, call);
     OpSteps::make_work(*this, op, device, inputs, call);
     OpSteps::order_streams(*this, op);

@@ -14,12 +14,55 @@ namespace nccl_core {
 
 namespace hp = host_profile;
 
+namespace {
+
+thread_local const collectives::CollConfig* t_op_config = nullptr;
+
+}  // namespace
+
+OpConfig::OpConfig(const collectives::CollConfig* config) : previous_(t_op_config) {
+  t_op_config = config;
+}
+
+OpConfig::~OpConfig() {
+  t_op_config = previous_;
+}
+
+const collectives::CollConfig* OpConfig::current() {
+  return t_op_config;
+}
+
+nvlink::Engine* Backend::fast_path() const {
+  return coalescing_ || !fast_ || OpConfig::current() != nullptr ? nullptr : &fast_->engine;
+}
+
+collectives::Target on(Communicator& c, cudaStream_t s, collectives::Check check) {
+  return collectives::Target{c, s, check, OpConfig::current()};
+}
+
+std::shared_ptr<const collectives::CollConfig> NextCollConfig::swap(
+    std::shared_ptr<const collectives::CollConfig> config) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  config_.swap(config);
+  set_.store(config_ != nullptr, std::memory_order_release);
+  return config;
+}
+
+std::shared_ptr<const collectives::CollConfig> NextCollConfig::get() const {
+  if (!set_.load(std::memory_order_acquire)) {
+    return nullptr;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  return config_;
+}
+
 void OpSteps::enter_call(Backend& b, OpCall& op, at::Device device, const CallOpts& call) {
   if (b.failures_->nan_watch()) {
     b.failures_->nan_watch()->handle_if_found();  // a NaN sent earlier is the group's error
     op.in_call.emplace(*b.failures_->nan_watch());
   }
   b.check_healthy();
+  op.coll_config = b.next_coll_config.get();
   op.comm = b.communicator(device);
   b.open_group();
   op.device_guard.emplace(device);

@@ -4,7 +4,8 @@
 // launch() keeps only the part that needs the operation's own code (the
 // bounded enqueue); the steps around it are OpSteps' (a friend of the
 // Backend), in op_call.cpp, each one concern:
-//   enter_call       health, communicator, device, streams, capture state
+//   enter_call       health, communicator, device, streams, capture state,
+//                    the group's per-call config
 //   describe_call    elements and dtype moved; torch's record_param_comms
 //   make_work        the Work (or the coalescing block's) and its OpState
 //   order_streams    our stream after the caller's, when not on the caller's
@@ -20,12 +21,14 @@
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <optional>
 
 #include "backend/call_args.h"
+#include "collectives/nccl_calls.h"
 #include "backend/work.h"
 #include "comm/communicator.h"
 #include "failures/group_failures.h"
@@ -35,9 +38,51 @@
 namespace nccl_core {
 
 class Backend;
+namespace collectives {
+class CollConfig;
+}
 namespace nvlink {
 class Engine;
 }
+
+// The per-call config of the dist.* operation this thread is launching:
+// the one a `coll_config(...)` block gave the group (NextCollConfig), held
+// by the OpCall and current for the whole call.  While one is current the
+// fast path stands aside (a configured call is NCCL's) and the collectives
+// take it into their targets (Backend::fast_path, on()).
+class OpConfig {
+ public:
+  // Makes `config` (null: none) current on this thread until destroyed.
+  explicit OpConfig(const collectives::CollConfig* config);
+  ~OpConfig();
+  OpConfig(const OpConfig&) = delete;
+  OpConfig& operator=(const OpConfig&) = delete;
+  static const collectives::CollConfig* current();  // or null
+
+ private:
+  const collectives::CollConfig* previous_;
+};
+
+// Where a dist.* collective goes: with the config of the call being
+// launched (OpConfig::current()).
+collectives::Target on(Communicator& c, cudaStream_t s,
+                       collectives::Check check = collectives::Check::kWait);
+
+// The config of a group's next collectives (nc.coll_config(...); null:
+// none), which each call takes as it starts (OpSteps::enter_call).  Without
+// one, a call reads one atomic flag and takes no lock.
+class NextCollConfig {
+ public:
+  // Returns the config it replaces.
+  std::shared_ptr<const collectives::CollConfig> swap(
+      std::shared_ptr<const collectives::CollConfig> config);
+  std::shared_ptr<const collectives::CollConfig> get() const;
+
+ private:
+  mutable std::mutex mutex_;
+  std::shared_ptr<const collectives::CollConfig> config_;
+  std::atomic<bool> set_{false};  // config_ != nullptr
+};
 
 struct OpCall {
   OpCall(c10d::OpType type, const char* what) : type(type), what(what) {}
@@ -64,6 +109,8 @@ struct OpCall {
   c10::ScalarType dtype = c10::ScalarType::Undefined;
   std::optional<profiling::CommsRecord> comms_record;  // open until the call returns
   c10::intrusive_ptr<Work> work;
+  // The group's per-call config when the call started (OpConfig).
+  std::shared_ptr<const collectives::CollConfig> coll_config;
   // The communicator's engine is shared with raw calls from any thread: held
   // from arming to the ticket (nvlink/shared_engine.h).
   std::unique_lock<std::mutex> engine_lock;

@@ -55,7 +55,7 @@ WorkPtr Backend::alltoall_base(at::Tensor& output, at::Tensor& input,
                     // Bytes that would wrap are refused here, as torch's ValueError.
                     (void)checked::bytes<raise_value_error>(
                         per_peer, types::element_size(in.type), "all_to_all_single bytes per peer");
-                    collectives::all_to_all_on_a_path({c, s, Check::kWait}, fast_path(), in.ptr,
+                    collectives::all_to_all_on_a_path(on(c, s), fast_path(), in.ptr,
                                                       out.ptr, per_peer, in.type);
                     return;
                   }

@@ -1,7 +1,12 @@
-// New groups from this one: split (new_group, split_group), the members'
+// New groups from others: split (new_group, split_group), the members'
 // split source, the non-members' no-color split, and shrink
-// (dist.shrink_group).  Each child is a Backend that adopts the communicator
-// NCCL split or shrank from this group's.
+// (dist.shrink_group), each a child Backend that adopts the communicator NCCL
+// split or shrank from this group's; and a group grown from a smaller one
+// (nc.grow_group), whose communicator ncclCommGrow makes when the group first
+// needs one.  grow_group checks on every rank, before any collective, that the
+// smaller group's ranks are the grown group's first ranks in the same order,
+// and hands each member the smaller group's communicator and every rank the
+// unique id its rank 0 took.
 #include "backend/backend.h"
 
 #include <algorithm>
@@ -15,8 +20,8 @@ namespace nccl_core {
 void Backend::set_split_source(c10::intrusive_ptr<Backend> parent,
                                int color) {
   NCCL_CORE_CHECK_VALUE(color >= 0, "nccl_core: split color must be >= 0");
-  split_parent_ = std::move(parent);
-  split_color_ = color;
+  source_.split_parent = std::move(parent);
+  source_.split_color = color;
 }
 
 void Backend::perform_nocolor_split(std::optional<at::Device> device) {
@@ -93,6 +98,34 @@ c10::intrusive_ptr<c10d::Backend> Backend::shrink(
   backend->adopt(std::move(child), *device_);
   backend->announce(true);
   return backend;
+}
+
+void Backend::set_grow_source(GrowSource source) {
+  std::lock_guard<std::mutex> lock(init_mutex_);
+  NCCL_CORE_CHECK_STATE(!comm_, "nccl_core grow_group: the group already has a communicator");
+  if (source.parent) {
+    NCCL_CORE_CHECK_VALUE(source.parent->is_live(),
+                          "nccl_core grow_group: the group that grows has no live communicator");
+    NCCL_CORE_CHECK_VALUE(source.parent->rank() == rank_ && source.parent->nranks() < size_,
+                          "nccl_core grow_group: rank ", source.parent->rank(), " of ",
+                          source.parent->nranks(), " cannot become rank ", rank_, " of ", size_,
+                          " (a member keeps its rank; a grow adds ranks)");
+  }
+  source_ = CommSource{};
+  source_.grow = std::move(source);
+}
+
+std::shared_ptr<Communicator> grown_communicator(const GrowSource& source, int rank, int size,
+                                                 int device, const CommConfig& config,
+                                                 std::chrono::milliseconds timeout) {
+  if (!source.parent) {
+    return Communicator::join_grow(source.id, size, rank, device, config, timeout);
+  }
+  NCCL_CORE_CHECK_VALUE(source.parent->device() == device, "nccl_core grow_group: the group "
+                        "that grows is on cuda:", source.parent->device(), ", the grown one on cuda:",
+                        device);
+  // NCCL takes the id from the rank that leads alone (rank 0, which made it).
+  return source.parent->grow(size, rank == 0 ? &source.id : nullptr, config, timeout);
 }
 
 }  // namespace nccl_core

@@ -12,6 +12,7 @@
 
 #include "failures/group_failures.h"
 #include "nccl/api.h"
+#include "nccl/newer_than_2_28.h"
 #include "nccl/seam.h"
 #include "op/errors.h"
 #include "registration/segment_registry.h"
@@ -51,6 +52,18 @@ void Backend::abort_communicator() {
   }
   failures_->stop_watchdog();
   failures_->record_error("process group aborted");
+}
+
+void Backend::revoke() {
+  Communicator& c = live_comm("revoke");
+  nccl().require("ncclCommRevoke", "revoke", newer::kRevokeVersion);
+  // The revoked kernels exit without finishing, so the pending works fail
+  // before NCCL is told: a watchdog sweep after the revoke would take their
+  // end events for success.  The communicator stays for
+  // destroy_process_group(), which aborts a failed group's.
+  failures_->fail_pending("nccl_core: process group revoked", Watchdog::Release::kKeep);
+  failures_->record_error("process group revoked");
+  c.revoke(0);
 }
 
 void Backend::shutdown() {

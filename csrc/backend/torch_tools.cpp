@@ -1,6 +1,6 @@
 // What torch's NCCL users reach for beyond the collectives: op timing,
 // completion and abort hooks, pending-work waits, collective time estimates, memory
-// statistics, split counts, and the profiler's group description.
+// statistics, split counts, sequence numbers, and the profiler's group description.
 #include <algorithm>
 #include <thread>
 
@@ -114,6 +114,17 @@ profiling::GroupDescription Backend::describe() const {
     d.global_ranks.push_back(static_cast<int64_t>(r));
   }
   return d;
+}
+
+uint64_t Backend::getSequenceNumberForGroup() {
+  // The collectives, as backend nccl counts: ranks compare this number
+  // (TORCH_DISTRIBUTED_DEBUG=DETAIL's checks), and send/recv differ between
+  // ranks (op/op_kind.h).
+  return collectives_.load();
+}
+
+void Backend::setSequenceNumberForGroup() {
+  // Sequence numbers start at 0 on every rank; nothing to agree on.
 }
 
 }  // namespace nccl_core

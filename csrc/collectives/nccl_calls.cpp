@@ -1,5 +1,7 @@
 #include "collectives/nccl_calls.h"
 
+#include "collectives/coll_config.h"
+
 #include "comm/communicator.h"
 #include "nccl/api.h"
 #include "nccl/seam.h"
@@ -25,52 +27,97 @@ void submit(const Target& on, const char* what, F&& enqueue) {
   }
 }
 
+// A collective with or without the target's config: `plain` or `configured`
+// (the nccl*Config call) on the communicator's handle.
+template <class Plain, class Configured>
+void collective(const Target& on, const char* plain_name, const char* configured_name,
+                Plain&& plain, Configured&& configured) {
+  if (on.config == nullptr) {
+    submit(on, plain_name, plain);
+    return;
+  }
+  const newer::CollConfig* config = on.config->get();
+  submit(on, configured_name, [&](ncclComm_t c) { return configured(c, config); });
+}
+
 }  // namespace
 
 void all_reduce(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,
                 ncclRedOp_t op) {
-  submit(on, "ncclAllReduce",
-         [&](ncclComm_t c) { return nccl().AllReduce(in, out, count, type, op, c, on.stream); });
+  collective(
+      on, "ncclAllReduce", "ncclAllReduceConfig",
+      [&](ncclComm_t c) { return nccl().AllReduce(in, out, count, type, op, c, on.stream); },
+      [&](ncclComm_t c, const newer::CollConfig* config) {
+        return nccl().AllReduceConfig(in, out, count, type, op, c, on.stream, config);
+      });
 }
 
 void reduce(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,
             ncclRedOp_t op, int root) {
-  submit(on, "ncclReduce",
-         [&](ncclComm_t c) { return nccl().Reduce(in, out, count, type, op, root, c, on.stream); });
+  collective(
+      on, "ncclReduce", "ncclReduceConfig",
+      [&](ncclComm_t c) { return nccl().Reduce(in, out, count, type, op, root, c, on.stream); },
+      [&](ncclComm_t c, const newer::CollConfig* config) {
+        return nccl().ReduceConfig(in, out, count, type, op, root, c, on.stream, config);
+      });
 }
 
 void broadcast(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,
                int root) {
-  submit(on, "ncclBroadcast",
-         [&](ncclComm_t c) { return nccl().Broadcast(in, out, count, type, root, c, on.stream); });
+  collective(
+      on, "ncclBroadcast", "ncclBroadcastConfig",
+      [&](ncclComm_t c) { return nccl().Broadcast(in, out, count, type, root, c, on.stream); },
+      [&](ncclComm_t c, const newer::CollConfig* config) {
+        return nccl().BroadcastConfig(in, out, count, type, root, c, on.stream, config);
+      });
 }
 
 void all_gather(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type) {
-  submit(on, "ncclAllGather",
-         [&](ncclComm_t c) { return nccl().AllGather(in, out, count, type, c, on.stream); });
+  collective(
+      on, "ncclAllGather", "ncclAllGatherConfig",
+      [&](ncclComm_t c) { return nccl().AllGather(in, out, count, type, c, on.stream); },
+      [&](ncclComm_t c, const newer::CollConfig* config) {
+        return nccl().AllGatherConfig(in, out, count, type, c, on.stream, config);
+      });
 }
 
 void gather(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,
             int root) {
-  submit(on, "ncclGather",
-         [&](ncclComm_t c) { return nccl().Gather(in, out, count, type, root, c, on.stream); });
+  collective(
+      on, "ncclGather", "ncclGatherConfig",
+      [&](ncclComm_t c) { return nccl().Gather(in, out, count, type, root, c, on.stream); },
+      [&](ncclComm_t c, const newer::CollConfig* config) {
+        return nccl().GatherConfig(in, out, count, type, root, c, on.stream, config);
+      });
 }
 
 void reduce_scatter(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,
                     ncclRedOp_t op) {
-  submit(on, "ncclReduceScatter",
-         [&](ncclComm_t c) { return nccl().ReduceScatter(in, out, count, type, op, c, on.stream); });
+  collective(
+      on, "ncclReduceScatter", "ncclReduceScatterConfig",
+      [&](ncclComm_t c) { return nccl().ReduceScatter(in, out, count, type, op, c, on.stream); },
+      [&](ncclComm_t c, const newer::CollConfig* config) {
+        return nccl().ReduceScatterConfig(in, out, count, type, op, c, on.stream, config);
+      });
 }
 
 void all_to_all(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type) {
-  submit(on, "ncclAlltoAll",
-         [&](ncclComm_t c) { return nccl().AlltoAll(in, out, count, type, c, on.stream); });
+  collective(
+      on, "ncclAlltoAll", "ncclAlltoAllConfig",
+      [&](ncclComm_t c) { return nccl().AlltoAll(in, out, count, type, c, on.stream); },
+      [&](ncclComm_t c, const newer::CollConfig* config) {
+        return nccl().AlltoAllConfig(in, out, count, type, c, on.stream, config);
+      });
 }
 
 void scatter(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,
              int root) {
-  submit(on, "ncclScatter",
-         [&](ncclComm_t c) { return nccl().Scatter(in, out, count, type, root, c, on.stream); });
+  collective(
+      on, "ncclScatter", "ncclScatterConfig",
+      [&](ncclComm_t c) { return nccl().Scatter(in, out, count, type, root, c, on.stream); },
+      [&](ncclComm_t c, const newer::CollConfig* config) {
+        return nccl().ScatterConfig(in, out, count, type, root, c, on.stream, config);
+      });
 }
 
 void send(const Target& on, const void* buf, size_t count, ncclDataType_t type, int peer) {

@@ -32,11 +32,16 @@ enum class Check {
   kGrouped,
 };
 
-// Where a call goes: the communicator, the stream, how it is checked.
+class CollConfig;
+
+// Where a call goes: the communicator, the stream, how it is checked, and
+// the per-call config of a collective (coll_config.h; null: NCCL's plain
+// call).  Point-to-point calls take no config.
 struct Target {
   Communicator& comm;
   cudaStream_t stream;
   Check check;
+  const CollConfig* config = nullptr;
 };
 
 void all_reduce(const Target& on, const void* in, void* out, size_t count, ncclDataType_t type,

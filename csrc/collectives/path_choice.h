@@ -9,6 +9,9 @@
 //
 // `engine`: the communicator's, armed and held by the caller for this call
 // (dist.*: backend/op_call.h; raw: nvlink::RawEngineCall); null: NCCL only.
+// A call with a per-call config (coll_config.h) is NCCL's, its config tuning
+// NCCL's kernels: both surfaces pass no engine for it (raw_ops.cpp,
+// Backend::fast_path), so that none is armed.
 // Counts are NCCL's, in elements of `type`.
 #pragma once
 

@@ -4,6 +4,7 @@
 #include <optional>
 #include <vector>
 
+#include "collectives/coll_config.h"
 #include "collectives/path_agreement.h"
 #include "collectives/path_choice.h"
 #include "collectives/nccl_calls.h"
@@ -12,6 +13,7 @@
 #include "nvlink/raw.h"
 #include "nccl/api.h"
 #include "nccl/types.h"
+#include "nccl/features.h"
 #include "nccl/seam.h"
 #include "util/checked.h"
 
@@ -31,13 +33,13 @@ thread_local std::vector<at::Tensor> t_kept;
 // Where this thread's next call goes: inside a group NCCL only queues (and
 // may answer ncclInProgress), so waiting happens at group_end, and the group
 // holds the communicator until then.
-Target at(Communicator& c, cudaStream_t stream) {
+Target at(Communicator& c, cudaStream_t stream, const collectives::CollConfig* config = nullptr) {
   if (t_depth == 0) {
-    return Target{c, stream, Check::kBounded};
+    return Target{c, stream, Check::kBounded, config};
   }
   (void)c.get();  // a closed communicator is refused before the group holds it
   c.hold_for_open_group();
-  return Target{c, stream, Check::kGrouped};
+  return Target{c, stream, Check::kGrouped, config};
 }
 
 void check_device(const Communicator& c, const Buffer& b, const char* name) {
@@ -119,12 +121,12 @@ const Buffer* rooted_send(const Communicator& c, const std::optional<Buffer>& se
 
 // The communicator's engine for a call outside any group that stages
 // `count` elements of `type` on each rank (inside a group NCCL only queues,
-// so every call there is NCCL's).
+// so every call there is NCCL's, and so is every call with a config).
 struct EngineOutsideGroup {
   std::optional<nvlink::RawEngineCall> call;
   EngineOutsideGroup(Communicator& c, size_t count, ncclDataType_t type, cudaStream_t stream,
-       bool push = false) {
-    if (t_depth == 0) {
+                     const collectives::CollConfig* config, bool push = false) {
+    if (t_depth == 0 && config == nullptr) {
       call.emplace(c, checked::bytes(count, types::element_size(type), "staged bytes"), push,
                    stream, &check_raw_paths_agree);
     }
@@ -136,13 +138,14 @@ struct EngineOutsideGroup {
 } // namespace
 
 void reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
-            ncclRedOp_t op, int root, cudaStream_t stream) {
+            ncclRedOp_t op, int root, cudaStream_t stream,
+            const collectives::CollConfig* config) {
   void* out = rooted_recv(c, send, recv, root, send.count, "allreduce");
   op = one_rank::nccl_op(c.nranks(), op);
   if (root < 0) {
-    collectives::all_reduce(at(c, stream), send.ptr, out, send.count, send.type, op);
+    collectives::all_reduce(at(c, stream, config), send.ptr, out, send.count, send.type, op);
   } else {
-    collectives::reduce(at(c, stream), send.ptr, out, send.count, send.type, op, root);
+    collectives::reduce(at(c, stream, config), send.ptr, out, send.count, send.type, op, root);
   }
 }
 
@@ -154,68 +157,74 @@ bool all_reduce_now(Communicator& c, const Buffer& send, const std::optional<Buf
 }
 
 void all_reduce(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv,
-                ncclRedOp_t op, cudaStream_t stream) {
+                ncclRedOp_t op, cudaStream_t stream,
+                const collectives::CollConfig* config) {
   void* out = rooted_recv(c, send, recv, -1, send.count, "allreduce");
   op = one_rank::nccl_op(c.nranks(), op);
-  EngineOutsideGroup held(c, send.count, send.type, stream, true);
-  collectives::all_reduce_on_a_path(at(c, stream), held.engine(), send.ptr, out, send.count,
+  EngineOutsideGroup held(c, send.count, send.type, stream, config, true);
+  collectives::all_reduce_on_a_path(at(c, stream, config), held.engine(), send.ptr, out, send.count,
                                     send.type, op);
 }
 
 void broadcast(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,
-               cudaStream_t stream) {
+               cudaStream_t stream,
+               const collectives::CollConfig* config) {
   const Buffer* s = rooted_send(c, send, recv, root);
   if (s != nullptr) {
     NCCL_CORE_REQUIRE(s->count == recv.count, "Buffer count mismatch: sendbuf has ", s->count,
                       " elements, recvbuf has ", recv.count);
   }
   const void* in = s != nullptr ? s->ptr : nullptr;
-  EngineOutsideGroup held(c, recv.count, recv.type, stream);
-  collectives::broadcast_on_a_path(at(c, stream), held.engine(), in, recv.ptr, recv.count,
+  EngineOutsideGroup held(c, recv.count, recv.type, stream, config);
+  collectives::broadcast_on_a_path(at(c, stream, config), held.engine(), in, recv.ptr, recv.count,
                                    recv.type, root);
 }
 
 void gather(Communicator& c, const Buffer& send, const std::optional<Buffer>& recv, int root,
-            cudaStream_t stream) {
+            cudaStream_t stream,
+            const collectives::CollConfig* config) {
   void* out = rooted_recv(c, send, recv, root,
                           checked::mul(send.count, static_cast<size_t>(c.nranks()),
                                        "recvbuf count (sendbuf count x nranks)"),
                           "allgather");
   if (root < 0) {
-    EngineOutsideGroup held(c, send.count, send.type, stream);
-    collectives::all_gather_on_a_path(at(c, stream), held.engine(), send.ptr, out, send.count,
+    EngineOutsideGroup held(c, send.count, send.type, stream, config);
+    collectives::all_gather_on_a_path(at(c, stream, config), held.engine(), send.ptr, out, send.count,
                                       send.type);
   } else {
-    collectives::gather(at(c, stream), send.ptr, out, send.count, send.type, root);
+    collectives::gather(at(c, stream, config), send.ptr, out, send.count, send.type, root);
   }
 }
 
 void reduce_scatter(Communicator& c, const Buffer& send, const Buffer& recv, ncclRedOp_t op,
-                    cudaStream_t stream) {
+                    cudaStream_t stream,
+                    const collectives::CollConfig* config) {
   check_device(c, send, "sendbuf");
   check_device(c, recv, "recvbuf");
   check_types(send, recv);
   size_t count = block_of(c, send);
   check_at_least(recv.count, count, "recvbuf");
   op = one_rank::nccl_op(c.nranks(), op);
-  EngineOutsideGroup held(c, send.count, send.type, stream);
-  collectives::reduce_scatter_on_a_path(at(c, stream), held.engine(), send.ptr, recv.ptr, count,
+  EngineOutsideGroup held(c, send.count, send.type, stream, config);
+  collectives::reduce_scatter_on_a_path(at(c, stream, config), held.engine(), send.ptr, recv.ptr, count,
                                         send.type, op);
 }
 
-void alltoall(Communicator& c, const Buffer& send, const Buffer& recv, cudaStream_t stream) {
+void alltoall(Communicator& c, const Buffer& send, const Buffer& recv, cudaStream_t stream,
+              const collectives::CollConfig* config) {
   check_device(c, send, "sendbuf");
   check_device(c, recv, "recvbuf");
   check_types(send, recv);
   size_t count = block_of(c, send);
   check_at_least(recv.count, send.count, "recvbuf");
-  EngineOutsideGroup held(c, send.count, send.type, stream);
-  collectives::all_to_all_on_a_path(at(c, stream), held.engine(), send.ptr, recv.ptr, count,
+  EngineOutsideGroup held(c, send.count, send.type, stream, config);
+  collectives::all_to_all_on_a_path(at(c, stream, config), held.engine(), send.ptr, recv.ptr, count,
                                     send.type);
 }
 
 void scatter(Communicator& c, const std::optional<Buffer>& send, const Buffer& recv, int root,
-             cudaStream_t stream) {
+             cudaStream_t stream,
+             const collectives::CollConfig* config) {
   const Buffer* s = rooted_send(c, send, recv, root);
   if (s != nullptr) {
     size_t count = block_of(c, *s);
@@ -223,7 +232,7 @@ void scatter(Communicator& c, const std::optional<Buffer>& send, const Buffer& r
                       count, " elements (sendbuf / nranks), got ", recv.count);
   }
   const void* in = s != nullptr ? s->ptr : nullptr;
-  collectives::scatter(at(c, stream), in, recv.ptr, recv.count, recv.type, root);
+  collectives::scatter(at(c, stream, config), in, recv.ptr, recv.count, recv.type, root);
 }
 
 void send(Communicator& c, const Buffer& buf, int peer, cudaStream_t stream) {
@@ -272,6 +281,22 @@ void group_end() {
       m.comm->wait_ready("ncclGroupEnd");
     }
   }
+}
+
+float group_simulate_end() {
+  NCCL_CORE_REQUIRE(t_depth > 0, "group_end(simulate=True) without a matching group_start()");
+  NCCL_CORE_REQUIRE(t_depth == 1, "group_end(simulate=True) ends the outermost group only; "
+                    "this one is nested ", t_depth, " deep");
+  nccl().require("ncclGroupSimulateEnd", "group_end(simulate=True)",
+                 features::kGroupSimulate.native_since);
+  --t_depth;
+  // Nothing is launched: the members' holds and the group's buffers go now.
+  std::vector<Communicator::GroupHold> members = Communicator::release_open_group();
+  t_kept.clear();
+  ncclSimInfo_t info = NCCL_SIM_INFO_INITIALIZER;
+  api::check(nccl().GroupSimulateEnd(&info), "ncclGroupSimulateEnd",
+             members.empty() ? nullptr : members[0].comm->get());
+  return info.estimatedTime;
 }
 
 int group_depth() {

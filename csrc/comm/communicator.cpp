@@ -125,9 +125,9 @@ std::vector<size_t> Communicator::all_gather_sizes(size_t value, const char* wha
 ncclComm_t Communicator::get() const {
   State s = state_.load();
   if (s != State::Live) {
-    throw NcclInvalid(s == State::Aborted
-                          ? "communicator has been aborted"
-                          : "communicator has been destroyed");
+    throw NcclInvalid(s == State::Aborted ? "communicator has been aborted"
+                      : s == State::Null  ? "communicator is not initialized (Communicator())"
+                                          : "communicator has been destroyed");
   }
   return comm_;
 }
@@ -172,6 +172,15 @@ void Communicator::resume() {
   DeviceScope scope(device_);
   ncclComm_t comm = get();
   api::check(nccl().CommResume(comm), "ncclCommResume", comm);
+}
+
+void Communicator::revoke(int flags) {
+  NCCL_CORE_REQUIRE(flags == 0, "Invalid revoke flags: ", flags, " (reserved: must be 0)");
+  nccl().require("ncclCommRevoke", "revoke", newer::kRevokeVersion);
+  DeviceScope scope(device_);
+  ncclComm_t comm = get();
+  api::check(nccl().CommRevoke(comm, flags), "ncclCommRevoke", comm);
+  revoked_ = true;
 }
 
 } // namespace nccl_core

@@ -51,7 +51,8 @@ class Resource;
 
 class Communicator : public Abortable, public std::enable_shared_from_this<Communicator> {
  public:
-  enum class State { Live, Finalized, Destroyed, Aborted };
+  // Null: nccl.core's `Communicator()`, no handle; it only joins a grow.
+  enum class State { Live, Finalized, Destroyed, Aborted, Null };
 
   // A host call using the handle from a thread of the user's (a raw or
   // one-sided operation, a group waiting for group_end).  finalize() and
@@ -112,6 +113,16 @@ class Communicator : public Abortable, public std::enable_shared_from_this<Commu
                                       const CommConfig& config,
                                       std::chrono::milliseconds timeout);
   // ncclCommShrink (NCCL >= 2.27): a new communicator without `exclude`.
+  // ncclCommGrow (2.29.2, creation.cpp): the existing ranks come first;
+  // `id` (grow_unique_id's) on the one rank that leads, null on the others.
+  // A new rank joins from a null communicator.
+  static std::shared_ptr<Communicator> null_communicator();
+  ncclUniqueId grow_unique_id();  // ncclCommGetUniqueId
+  std::shared_ptr<Communicator> grow(int nranks, const ncclUniqueId* id, const CommConfig& config,
+                                     std::chrono::milliseconds timeout);
+  static std::shared_ptr<Communicator> join_grow(const ncclUniqueId& id, int nranks, int rank,
+                                                 int device, const CommConfig& config,
+                                                 std::chrono::milliseconds timeout);
   std::shared_ptr<Communicator> shrink(const std::vector<int>& exclude,
                                        int flags, const CommConfig& config,
                                        std::chrono::milliseconds timeout);
@@ -119,6 +130,7 @@ class Communicator : public Abortable, public std::enable_shared_from_this<Commu
   // Live handle; throws NcclInvalid once finalized, destroyed or aborted.
   ncclComm_t get() const;
   bool is_live() const { return state_.load() == State::Live; }
+  bool is_null() const { return state_.load() == State::Null; }  // null_communicator()
   State state() const { return state_.load(); }
 
   int rank() const { return rank_; }
@@ -177,6 +189,11 @@ class Communicator : public Abortable, public std::enable_shared_from_this<Commu
   // memory until resume(); the group's collectives wait for resume().
   void suspend(int flags);
   void resume();
+  // ncclCommRevoke (NCCL >= 2.28.7): stops the operations in flight; the
+  // communicator stays live for destroy(), split and shrink, but finalize()
+  // is refused from now on, as NCCL forbids it.  `flags` is reserved (0).
+  void revoke(int flags);
+  bool revoked() const { return revoked_.load(); }
   // ncclCommSplit calls made on this communicator (color or no color).
   uint64_t split_count() const { return splits_.load(); }
 
@@ -276,6 +293,7 @@ class Communicator : public Abortable, public std::enable_shared_from_this<Commu
   std::atomic<State> state_{State::Live};
   std::atomic<int> users_{0};
   std::atomic<bool> closing_{false};
+  std::atomic<bool> revoked_{false};
   std::mutex users_mutex_;
   std::condition_variable users_cv_;
   std::mutex lifecycle_mutex_;

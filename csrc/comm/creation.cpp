@@ -1,5 +1,6 @@
 // Communicator creation: ncclCommInitRankConfig (bounded in time, blocking
-// or not), and children by ncclCommSplit / ncclCommShrink.  The rest of the
+// or not), children by ncclCommSplit / ncclCommShrink, and larger
+// communicators by ncclCommGrow.  The rest of the
 // Communicator (lifetime, resources, errors) is in communicator.cpp.
 #include <condition_variable>
 #include <mutex>
@@ -9,6 +10,7 @@
 #include "comm/device_scope.h"
 #include "comm/bounded_call.h"
 #include "nccl/api.h"
+#include "nccl/newer_than_2_28.h"
 #include "nccl/seam.h"
 
 namespace nccl_core {
@@ -87,8 +89,11 @@ namespace {
 // A blocking ncclCommInitRankConfig on a helper thread, so that the caller
 // can give up after `timeout` (there is no handle to abort yet).  A late
 // result of an abandoned init is aborted by the helper itself.
-ncclComm_t init_bounded(const ncclUniqueId& id, int nranks, int rank, int device,
-                        const CommConfig& config, std::chrono::milliseconds timeout) {
+// `start(&comm, &config)` makes the call (ncclCommInitRankConfig, or
+// ncclCommGrow from a new rank), named `what`; the helper keeps a copy.
+template <class Start>
+ncclComm_t init_bounded(const char* what, Start start, int device, const CommConfig& config,
+                        std::chrono::milliseconds timeout) {
   struct Job {
     std::mutex mutex;
     std::condition_variable cv;
@@ -98,13 +103,13 @@ ncclComm_t init_bounded(const ncclUniqueId& id, int nranks, int rank, int device
     std::string last;
   };
   auto job = std::make_shared<Job>();
-  std::thread([job, id, nranks, rank, device, config] {
+  std::thread([job, start, device, config] {
     if (device >= 0) {  // none for the lab's fake NCCL (device_scope.h)
       (void)cudaSetDevice(device);
     }
     ncclConfig_t cfg = to_nccl(config);
     ncclComm_t comm = nullptr;
-    ncclResult_t r = nccl().CommInitRankConfig(&comm, nranks, id, rank, &cfg);
+    ncclResult_t r = start(&comm, &cfg);
     const char* last = nccl().GetLastError(comm);
     std::lock_guard<std::mutex> lock(job->mutex);
     job->comm = comm;
@@ -120,14 +125,14 @@ ncclComm_t init_bounded(const ncclUniqueId& id, int nranks, int rank, int device
   if (!job->cv.wait_for(lock, timeout, [&] { return job->done; })) {
     job->abandoned = true;
     throw NcclError(ncclInProgress,
-                    "ncclCommInitRankConfig did not complete within " +
+                    std::string(what) + " did not complete within " +
                         std::to_string(timeout.count()) + " ms (a rank may be missing or stuck)");
   }
   if (job->result != ncclSuccess) {
     if (job->comm != nullptr) {
       (void)nccl().CommAbort(job->comm);
     }
-    throw NcclError(job->result, std::string("ncclCommInitRankConfig failed: ") +
+    throw NcclError(job->result, std::string(what) + " failed: " +
                                      nccl().GetErrorString(job->result) +
                                      (job->last.empty() ? "" : " (" + job->last + ")"));
   }
@@ -136,24 +141,91 @@ ncclComm_t init_bounded(const ncclUniqueId& id, int nranks, int rank, int device
 
 } // namespace
 
-std::shared_ptr<Communicator> Communicator::create(
-    const ncclUniqueId& id, int nranks, int rank, int device,
-    const CommConfig& config, std::chrono::milliseconds timeout) {
-  DeviceScope scope(device);
+namespace {
+
+// The handle of a new communicator from `start`: made on a helper thread,
+// bounded by `timeout`, where the config blocks; else started here, for
+// adopt to await.
+template <class Start>
+ncclComm_t start_comm(const char* what, const Start& start, int device, const CommConfig& config,
+                      std::chrono::milliseconds timeout) {
   if (config.blocking) {
-    return adopt(init_bounded(id, nranks, rank, device, config, timeout), device, timeout, true,
-                 "ncclCommInitRankConfig");
+    return init_bounded(what, start, device, config, timeout);
   }
   ncclConfig_t cfg = to_nccl(config);
   ncclComm_t comm = nullptr;
-  ncclResult_t r = nccl().CommInitRankConfig(&comm, nranks, id, rank, &cfg);
+  ncclResult_t r = start(&comm, &cfg);
   if (r != ncclSuccess && r != ncclInProgress) {
     if (comm != nullptr) {
       (void)nccl().CommAbort(comm);
     }
-    api::check(r, "ncclCommInitRankConfig", nullptr);
+    api::check(r, what, nullptr);
   }
-  return adopt(comm, device, timeout, false, "ncclCommInitRankConfig");
+  return comm;
+}
+
+}  // namespace
+
+std::shared_ptr<Communicator> Communicator::create(
+    const ncclUniqueId& id, int nranks, int rank, int device,
+    const CommConfig& config, std::chrono::milliseconds timeout) {
+  const char* what = "ncclCommInitRankConfig";
+  DeviceScope scope(device);
+  // By value: an abandoned init's helper thread outlives this call.
+  auto start = [id, nranks, rank](ncclComm_t* comm, ncclConfig_t* cfg) {
+    return nccl().CommInitRankConfig(comm, nranks, id, rank, cfg);
+  };
+  return adopt(start_comm(what, start, device, config, timeout), device, timeout,
+               config.blocking, what);
+}
+
+std::shared_ptr<Communicator> Communicator::null_communicator() {
+  auto c = std::shared_ptr<Communicator>(
+      new Communicator(nullptr, 0, -1, -1, std::chrono::milliseconds(0), true));
+  c->state_ = State::Null;
+  return c;
+}
+
+ncclUniqueId Communicator::grow_unique_id() {
+  nccl().require("ncclCommGetUniqueId", "Communicator.get_unique_id", newer::kGrowVersion);
+  ncclUniqueId id;
+  ncclComm_t comm = get();
+  NCCL_CORE_CHECK(comm, nccl().CommGetUniqueId(comm, &id));
+  return id;
+}
+
+std::shared_ptr<Communicator> Communicator::grow(int nranks, const ncclUniqueId* id,
+                                                 const CommConfig& config,
+                                                 std::chrono::milliseconds timeout) {
+  nccl().require("ncclCommGrow", "Communicator.grow", newer::kGrowVersion);
+  NCCL_CORE_REQUIRE(nranks > nranks_, "grow to ", nranks, " ranks: the communicator has ",
+                    nranks_, " already; grow adds ranks");
+  DeviceScope scope(device_);
+  ncclConfig_t cfg = to_nccl(config);
+  ncclComm_t parent = get();
+  auto child = make_child("ncclCommGrow", config.blocking, timeout, [&](ncclComm_t* out) {
+    return nccl().CommGrow(parent, nranks, id, -1, out, &cfg);
+  });
+  if (!child) {
+    throw NcclError(ncclInternalError, "ncclCommGrow produced no communicator for this rank");
+  }
+  return child;
+}
+
+std::shared_ptr<Communicator> Communicator::join_grow(const ncclUniqueId& id, int nranks,
+                                                      int rank, int device,
+                                                      const CommConfig& config,
+                                                      std::chrono::milliseconds timeout) {
+  nccl().require("ncclCommGrow", "Communicator.grow", newer::kGrowVersion);
+  NCCL_CORE_REQUIRE(rank >= 0 && rank < nranks, "grow: rank ", rank,
+                    " is outside the grown communicator of ", nranks, " ranks");
+  const char* what = "ncclCommGrow";
+  DeviceScope scope(device);
+  auto start = [id, nranks, rank](ncclComm_t* comm, ncclConfig_t* cfg) {  // by value, as above
+    return nccl().CommGrow(nullptr, nranks, &id, rank, comm, cfg);
+  };
+  return adopt(start_comm(what, start, device, config, timeout), device, timeout,
+               config.blocking, what);
 }
 
 template <class F>

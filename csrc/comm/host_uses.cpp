@@ -24,7 +24,8 @@ Communicator::Use::Use(Communicator& c) : c_(&c) {
     throw NcclInvalid(s == State::Aborted ? "communicator has been aborted"
                       : s == State::Live
                           ? "communicator is being finalized or destroyed by another thread"
-                          : "communicator has been destroyed");
+                      : s == State::Null ? "communicator is not initialized (Communicator())"
+                                         : "communicator has been destroyed");
   }
 }
 

@@ -29,6 +29,9 @@ void Communicator::end_life(const char* what, bool flush) {
   if (state_.load() != State::Live) {
     return;  // idempotent
   }
+  NCCL_CORE_REQUIRE(!(flush && revoked_.load()),
+                    "finalize() after revoke() is invalid (NCCL forbids ncclCommFinalize on a "
+                    "revoked communicator); destroy() or abort() it");
   // Operations of other threads finish first; later ones are refused.
   close_gate(what);
   try {

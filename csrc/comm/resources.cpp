@@ -245,6 +245,21 @@ std::optional<void*> Window::lsa_multimem_pointer(size_t offset) const {
   return out;
 }
 
+std::optional<void*> Window::multimem_pointer(void* mc_base_ptr, size_t offset) const {
+  check_offset(offset, min_size_);
+  nccl().require("ncclGetMultimemDevicePointer", "get_multimem_device_pointer",
+                 newer::kHostPointersVersion);
+  NCCL_CORE_REQUIRE(mc_base_ptr != nullptr,
+                    "get_multimem_device_pointer: the MultimemHandle has no multicast base "
+                    "(mc_base_pointer 0)");
+  void* out = nullptr;
+  NCCL_CORE_CHECK(nullptr, nccl().GetMultimemDevicePointer(win_, offset, mc_base_ptr, &out));
+  if (out == nullptr) {
+    return std::nullopt;  // multicast not available (NVLS off)
+  }
+  return out;
+}
+
 void Window::release(Communicator& comm) {
   comm.run("ncclCommWindowDeregister",
            [&] { return nccl().CommWindowDeregister(comm.get(), win_); });

@@ -114,6 +114,9 @@ class Window final : public Resource {
   std::optional<void*> peer_pointer(int peer, size_t offset) const;
   // Multicast address; nullopt when NVLink multicast is not available.
   std::optional<void*> lsa_multimem_pointer(size_t offset) const;
+  // Same through a team's multicast base (DevComm::multimem_handle; NCCL >=
+  // 2.29.2); nullopt where this communicator has no NVLink multicast.
+  std::optional<void*> multimem_pointer(void* mc_base_ptr, size_t offset) const;
   // Ranks reachable by load/store (the LSA team) and this rank's index in it.
   int lsa_size() const { return lsa_size_; }
   int lsa_rank() const { return lsa_rank_; }

@@ -41,6 +41,18 @@ static_assert(sizeof(newer::Team) == sizeof(ncclTeam_t));
 static_assert(std::is_same_v<decltype(static_cast<ncclTeam_t (*)(ncclComm_t)>(&ncclTeamLsa)),
                              ncclTeam_t (*)(ncclComm_t)>);
 
+// --- the other host team queries (2.28.3) ------------------------------------------
+static_assert(std::is_same_v<decltype(static_cast<ncclTeam_t (*)(ncclComm_t)>(&ncclTeamWorld)),
+                             ncclTeam_t (*)(ncclComm_t)>);
+static_assert(std::is_same_v<decltype(static_cast<ncclTeam_t (*)(ncclComm_t)>(&ncclTeamRail)),
+                             ncclTeam_t (*)(ncclComm_t)>);
+static_assert(std::is_same_v<decltype(static_cast<int (*)(ncclComm_t, ncclTeam_t, int)>(
+                                 &ncclTeamRankToWorld)),
+                             int (*)(ncclComm_t, ncclTeam_t, int)>);
+static_assert(std::is_same_v<decltype(static_cast<int (*)(ncclComm_t, ncclTeam_t, int)>(
+                                 &ncclTeamRankToLsa)),
+                             int (*)(ncclComm_t, ncclTeam_t, int)>);
+
 // --- device communicator ------------------------------------------------------------
 // NCCL fills in ncclDevComm in host storage of ours.
 static_assert(sizeof(ncclDevComm) <= layout::kDevCommBytes);
@@ -82,6 +94,35 @@ static_assert(NCCL_GIN_CONNECTION_NONE == 0 && NCCL_GIN_CONNECTION_FULL == 1 &&
 static_assert(sizeof(Req229) == sizeof(Req));
 #else
 static_assert(sizeof(Req229) <= sizeof(Req));
+// 2.30 on: the flat layout of the later fields (layout::Requirements231).
+using Req231 = layout::Requirements231;
+NCCL_CORE_SAME_OFFSET(Req231, Req, body, resourceRequirementsList);
+NCCL_CORE_SAME_OFFSET(Req231, Req, gin_connection_type, ginConnectionType);
+NCCL_CORE_SAME_OFFSET(Req231, Req, gin_queue_depth, ginQueueDepth);
+NCCL_CORE_SAME_OFFSET(Req231, Req, gin_traffic_class, ginTrafficClass);
+NCCL_CORE_SAME_OFFSET(Req231, Req, world_gin_barrier_count, worldGinBarrierCount);
+#if NCCL_VERSION_CODE >= 23007
+NCCL_CORE_SAME_OFFSET(Req231, Req, gin_strong_signals_required, ginStrongSignalsRequired);
+NCCL_CORE_SAME_OFFSET(Req231, Req, gin_va_signals_required, ginVaSignalsRequired);
+#endif
+#if NCCL_VERSION_CODE >= 23102
+NCCL_CORE_SAME_OFFSET(Req231, Req, gin_custom_stride, ginCustomStride);
+NCCL_CORE_SAME_OFFSET(Req231, Req, gin_type, ginType);
+NCCL_CORE_SAME_OFFSET(Req231, Req, use_runtime_version, useRuntimeVersion);
+NCCL_CORE_SAME_OFFSET(Req231, Req, cft_caps, cftCaps);
+NCCL_CORE_SAME_OFFSET(Req231, Req, cft_barrier_count, cftBarrierCount);
+static_assert(sizeof(Req231) == sizeof(Req));
+static_assert(NCCL_CFT_NONE == 0 && NCCL_CFT == 1 && NCCL_CFT_MULTIMEM == 2);
+static_assert(layout::requirements_size(NCCL_VERSION_CODE) == sizeof(Req));
+#elif NCCL_VERSION_CODE >= 23007
+// Up to the VA flag and the padding after it, within the struct.
+static_assert(layout::requirements_size(NCCL_VERSION_CODE) <= sizeof(Req));
+static_assert(layout::requirements_size(NCCL_VERSION_CODE) >=
+              offsetof(Req, ginVaSignalsRequired) + sizeof(bool));
+#else
+static_assert(layout::requirements_size(NCCL_VERSION_CODE) ==
+              offsetof(Req, worldGinBarrierCount) + sizeof(int));
+#endif
 #endif
 #else
 static_assert(offsetof(Req229, gin_connection_type) <= sizeof(Req));
@@ -134,6 +175,87 @@ static_assert(sizeof(Props) <= sizeof(layout::PropertiesStorage));
 #if NCCL_VERSION_CODE >= 23007
 static_assert(NCCL_GIN_TYPE_GPI == 4);
 #endif
+#if NCCL_VERSION_CODE >= 23102
+// 2.31.2 appends after railedGinType (read from layout::kProperties231 on).
+using Props232 = layout::Properties232;
+NCCL_CORE_SAME_OFFSET(Props232, Props, base.railed_gin_type, railedGinType);
+NCCL_CORE_SAME_OFFSET(Props232, Props, comm_hash, commHash);
+NCCL_CORE_SAME_OFFSET(Props232, Props, gin_min_stride, ginMinStride);
+NCCL_CORE_SAME_OFFSET(Props232, Props, gin_connection_type, ginConnectionType);
+NCCL_CORE_SAME_OFFSET(Props232, Props, gin_support, ginSupport);
+NCCL_CORE_SAME_OFFSET(Props232, Props, dev_comm_runtime_version_size, devCommRuntimeVersionSize);
+static_assert(sizeof(Props232::gin_support) == sizeof(Props::ginSupport));
+static_assert(sizeof(ncclGinConnectionType_t) == sizeof(int));
+static_assert(NCCL_GIN_CONNECTION_CUSTOM_STRIDE == 3 && NCCL_GIN_TYPE_EFA_GDA == 5);
+static_assert(NCCL_CFT_TEAM_FLAT == 0 && NCCL_CFT_TEAM_HIER_MULTIMEM == 1 &&
+              NCCL_CFT_TEAM_HIER_LSA == 2);
+static_assert(sizeof(ncclCftTeamMode_t) == sizeof(int));  // passed as int (TeamCftFn)
+static_assert(std::is_same_v<decltype(static_cast<ncclTeam_t (*)(ncclComm_t, ncclCftTeamMode_t)>(
+                                 &ncclTeamCft)),
+                             ncclTeam_t (*)(ncclComm_t, ncclCftTeamMode_t)>);
+static_assert(std::is_same_v<decltype(static_cast<ncclTeam_t (*)(ncclComm_t)>(&ncclTeamCftMultimem)),
+                             ncclTeam_t (*)(ncclComm_t)>);
+#endif
+#if NCCL_VERSION_CODE >= 23203
+NCCL_CORE_SAME_OFFSET(Props232, Props, cft_support, cftSupport);
+NCCL_CORE_SAME_OFFSET(Props232, Props, cft_multicast_support, cftMulticastSupport);
+NCCL_CORE_SAME_OFFSET(Props232, Props, cft_counted_support, cftCountedSupport);
+#endif
+#endif
+
+// --- per-call collective config (written for the loaded release, collectives/coll_config.cpp) ---
+#if NCCL_VERSION_CODE >= 23102
+using Coll = newer::CollConfig;
+using Ext = newer::ConfigExt;
+NCCL_CORE_SAME_OFFSET(Coll, ncclCollConfig_t, size, size);
+NCCL_CORE_SAME_OFFSET(Coll, ncclCollConfig_t, magic, magic);
+NCCL_CORE_SAME_OFFSET(Coll, ncclCollConfig_t, version, version);
+NCCL_CORE_SAME_OFFSET(Coll, ncclCollConfig_t, ext, ext);
+NCCL_CORE_SAME_OFFSET(Coll, ncclCollConfig_t, min_ctas, minCTAs);
+NCCL_CORE_SAME_OFFSET(Coll, ncclCollConfig_t, max_ctas, maxCTAs);
+NCCL_CORE_SAME_OFFSET(Coll, ncclCollConfig_t, nvls_ctas, nvlsCTAs);
+NCCL_CORE_SAME_OFFSET(Coll, ncclCollConfig_t, cga_cluster_size, cgaClusterSize);
+NCCL_CORE_SAME_OFFSET(Coll, ncclCollConfig_t, alg_selection, algSelection);
+NCCL_CORE_SAME_OFFSET(Coll, ncclCollConfig_t, force_alg_selection, forceAlgSelection);
+NCCL_CORE_SAME_OFFSET(Coll, ncclCollConfig_t, cta_policy, CTAPolicy);
+NCCL_CORE_SAME_OFFSET(Coll, ncclCollConfig_t, user_profiler_tag, userProfilerTag);
+NCCL_CORE_SAME_OFFSET(Ext, ncclConfigExt_t, next, next);
+NCCL_CORE_SAME_OFFSET(Ext, ncclConfigExt_t, vendor_id, key.vendorId);
+NCCL_CORE_SAME_OFFSET(Ext, ncclConfigExt_t, option_id, key.optionId);
+NCCL_CORE_SAME_OFFSET(Ext, ncclConfigExt_t, value, val);
+static_assert(sizeof(Ext) == sizeof(ncclConfigExt_t));
+static_assert(NCCL_API_MAGIC == newer::kApiMagic && NCCL_CONFIG_UNDEF_INT == newer::kConfigUndefInt);
+static_assert(NCCL_CTA_POLICY_EFFICIENCY == 0x01 && NCCL_CTA_POLICY_ZERO == 0x02);
+#if NCCL_VERSION_CODE >= 23200
+NCCL_CORE_SAME_OFFSET(Coll, ncclCollConfig_t, launch_completion_event, launchCompletionEvent);
+static_assert(sizeof(Coll) == sizeof(ncclCollConfig_t));
+#else
+static_assert(sizeof(ncclCollConfig_t) == newer::kCollConfigSize231);
+#endif
+// Each nccl*Config call is the plain call with a trailing config pointer.
+using CollCfg = const ncclCollConfig_t*;
+static_assert(std::is_same_v<decltype(ncclAllReduceConfig),
+                             ncclResult_t(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
+                                          ncclComm_t, cudaStream_t, CollCfg)>);
+static_assert(std::is_same_v<decltype(ncclReduceConfig),
+                             ncclResult_t(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
+                                          int, ncclComm_t, cudaStream_t, CollCfg)>);
+static_assert(std::is_same_v<decltype(ncclBroadcastConfig),
+                             ncclResult_t(const void*, void*, size_t, ncclDataType_t, int,
+                                          ncclComm_t, cudaStream_t, CollCfg)>);
+static_assert(std::is_same_v<decltype(ncclAllGatherConfig),
+                             ncclResult_t(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
+                                          cudaStream_t, CollCfg)>);
+static_assert(std::is_same_v<decltype(ncclReduceScatterConfig),
+                             ncclResult_t(const void*, void*, size_t, ncclDataType_t, ncclRedOp_t,
+                                          ncclComm_t, cudaStream_t, CollCfg)>);
+static_assert(std::is_same_v<decltype(ncclAlltoAllConfig),
+                             ncclResult_t(const void*, void*, size_t, ncclDataType_t, ncclComm_t,
+                                          cudaStream_t, CollCfg)>);
+static_assert(std::is_same_v<decltype(ncclGatherConfig),
+                             ncclResult_t(const void*, void*, size_t, ncclDataType_t, int,
+                                          ncclComm_t, cudaStream_t, CollCfg)>);
+static_assert(std::is_same_v<decltype(ncclScatterConfig), decltype(ncclGatherConfig)>);
 #endif
 
 // --- functions resolved at run time (nccl/newer_than_2_28.h) ---------------------------------
@@ -166,6 +288,45 @@ static_assert(std::is_same_v<newer::CommSuspendFn, decltype(ncclCommSuspend)>);
 static_assert(std::is_same_v<newer::CommResumeFn, decltype(ncclCommResume)>);
 static_assert(newer::kWinStrictOrdering == NCCL_WIN_STRICT_ORDERING);
 #endif
+
+#if NCCL_VERSION_CODE >= 22902
+static_assert(std::is_same_v<newer::CommGetUniqueIdFn, decltype(ncclCommGetUniqueId)>);
+static_assert(std::is_same_v<newer::CommGrowFn, decltype(ncclCommGrow)>);
+#endif
+#if NCCL_VERSION_CODE >= 23004
+static_assert(std::is_same_v<newer::ParamGetParameterFn, decltype(ncclParamGetParameter)>);
+static_assert(std::is_same_v<newer::ParamGetAllParameterKeysFn,
+                             decltype(ncclParamGetAllParameterKeys)>);
+static_assert(std::is_same_v<newer::ParamDumpAllFn, decltype(ncclParamDumpAll)>);
+#endif
+static_assert(std::is_same_v<decltype(ncclGroupSimulateEnd), ncclResult_t(ncclSimInfo_t*)>);
+
+// --- device resource requirements (device/dev_comm.cpp) --------------------------
+using ResReq = layout::ResourceRequirements;
+static_assert(sizeof(ResReq) == sizeof(ncclDevResourceRequirements));
+NCCL_CORE_SAME_OFFSET(ResReq, ncclDevResourceRequirements, next, next);
+NCCL_CORE_SAME_OFFSET(ResReq, ncclDevResourceRequirements, buffer_size, bufferSize);
+NCCL_CORE_SAME_OFFSET(ResReq, ncclDevResourceRequirements, out_buffer_handle, outBufferHandle);
+NCCL_CORE_SAME_OFFSET(ResReq, ncclDevResourceRequirements, gin_signal_count, ginSignalCount);
+NCCL_CORE_SAME_OFFSET(ResReq, ncclDevResourceRequirements, out_gin_counter_start,
+                      outGinCounterStart);
+static_assert(sizeof(layout::ResourceHandle) == sizeof(ncclLsaBarrierHandle) &&
+              sizeof(layout::ResourceHandle) == sizeof(ncclGinBarrierHandle) &&
+              sizeof(layout::ResourceHandle) == sizeof(ncclLLA2AHandle));
+NCCL_CORE_SAME_OFFSET(layout::ResourceHandle, ncclLsaBarrierHandle, first, bufHandle);
+NCCL_CORE_SAME_OFFSET(layout::ResourceHandle, ncclLsaBarrierHandle, second, nBarriers);
+NCCL_CORE_SAME_OFFSET(layout::ResourceHandle, ncclGinBarrierHandle, first, signal0);
+NCCL_CORE_SAME_OFFSET(layout::ResourceHandle, ncclLLA2AHandle, first, bufHandle);
+NCCL_CORE_SAME_OFFSET(layout::ResourceHandle, ncclLLA2AHandle, second, nSlots);
+static_assert(std::is_same_v<decltype(ncclLLA2ACalcSlots), newer::LLA2ACalcSlotsFn>);
+using TeamReq = layout::TeamRequirements;
+static_assert(sizeof(TeamReq) == sizeof(ncclTeamRequirements_t));
+NCCL_CORE_SAME_OFFSET(TeamReq, ncclTeamRequirements_t, next, next);
+NCCL_CORE_SAME_OFFSET(TeamReq, ncclTeamRequirements_t, nranks, team.nRanks);
+NCCL_CORE_SAME_OFFSET(TeamReq, ncclTeamRequirements_t, stride, team.stride);
+NCCL_CORE_SAME_OFFSET(TeamReq, ncclTeamRequirements_t, multimem, multimem);
+NCCL_CORE_SAME_OFFSET(TeamReq, ncclTeamRequirements_t, out_multimem_handle, outMultimemHandle);
+static_assert(sizeof(layout::MultimemHandle) == sizeof(ncclMultimemHandle_t));
 
 // --- flags ----------------------------------------------------------------------------
 static_assert(newer::kWinCollSymmetric == NCCL_WIN_COLL_SYMMETRIC);

@@ -70,10 +70,12 @@ inline constexpr Feature kWindowPointers{
     v(2, 29, 0), "ncclGetLsaDevicePointer",
     "on 2.28 computed from the window's device descriptor (comm/window_layout.cpp)"};
 inline constexpr Feature kWindowMultimemPointer{
-    "window_multimem_pointer", "RegisteredWindowHandle.get_lsa_multimem_device_pointer",
-    "ncclGetLsaMultimemDevicePointer", v(2, 29, 2), v(2, 29, 2), 0, 0,
-    "ncclGetLsaMultimemDevicePointer",
-    "returns None where unsupported, and wherever NVLink multicast is off"};
+    "window_multimem_pointer",
+    "RegisteredWindowHandle.get_lsa_multimem_device_pointer, get_multimem_device_pointer",
+    "ncclGetLsaMultimemDevicePointer, ncclGetMultimemDevicePointer", v(2, 29, 2), v(2, 29, 2), 0,
+    0, "ncclGetMultimemDevicePointer",
+    "get_lsa_multimem_device_pointer returns None before; both return None wherever NVLink "
+    "multicast is off"};
 inline constexpr Feature kWindowUserPtr{
     "window_user_ptr", "RegisteredWindowHandle.user_ptr", "ncclWinGetUserPtr", v(2, 29, 2), 0,
     v(2, 28, 3), 0, "ncclWinGetUserPtr", "the registered pointer, kept by nccl_core"};
@@ -111,20 +113,26 @@ inline constexpr Feature kGetMemStat{
     "get_mem_stat", "Communicator.get_mem_stat", "ncclCommMemStats", v(2, 29, 7), v(2, 29, 7),
     0, 0, "ncclCommMemStats", ""};
 inline constexpr Feature kRevoke{
-    "revoke", "dist._reconfigure (init_process_group(enable_reconfigure=True))",
+    "revoke",
+    "Communicator.revoke, ProcessGroupNcclCore.revoke; dist._reconfigure "
+    "(init_process_group(enable_reconfigure=True))",
     "ncclCommRevoke", v(2, 28, 7), v(2, 28, 7), 0, 0, "ncclCommRevoke",
-    "reconfigure revokes the group's communicator, then builds the next one"};
+    "finalize() is refused after revoke; reconfigure revokes the group's communicator, then "
+    "builds the next one"};
 inline constexpr Feature kSuspendResume{
     "suspend_resume", "Communicator.suspend, resume; the backend's suspend, resume",
     "ncclCommSuspend, ncclCommResume", v(2, 29, 7), v(2, 29, 7), 0, 0, "ncclCommSuspend",
     "releases the communicator's suspendable memory (get_mem_stat GPU_MEM_SUSPEND)"};
 inline constexpr Feature kGrow{
-    "grow", "(not exposed)", "ncclCommGrow, ncclCommGetUniqueId", v(2, 29, 2), 0, 0, 0,
-    "ncclCommGrow", "nccl_core does not expose ncclCommGrow"};
+    "grow", "Communicator.get_unique_id, Communicator.grow, Communicator() for a new rank; grow_group",
+    "ncclCommGrow, ncclCommGetUniqueId", v(2, 29, 2), v(2, 29, 2), 0, 0, "ncclCommGrow",
+    "a larger communicator: the existing ranks first, then the new ones"};
 
 // --- device API --------------------------------------------------------------
 inline constexpr Feature kDevComm{
-    "dev_comm", "Communicator.create_dev_comm, DevCommResource", "ncclDevCommCreate",
+    "dev_comm",
+    "Communicator.create_dev_comm, DevCommResource, NCCLDevCommRequirements.resources, teams",
+    "ncclDevCommCreate",
     v(2, 28, 3), v(2, 28, 3), 0, 0, "ncclDevCommCreate",
     "requirements written in the loaded release's layout"};
 inline constexpr Feature kDevCommGinConnection{
@@ -132,17 +140,66 @@ inline constexpr Feature kDevCommGinConnection{
     "NCCLDevCommRequirements.gin_connection_type, gin_exclusive_contexts, gin_queue_depth",
     "ncclDevCommRequirements.ginConnectionType", v(2, 29, 7), v(2, 29, 7), 0, 0, nullptr,
     "non-default values are refused on older releases"};
+inline constexpr Feature kDevCommGin230{
+    "dev_comm_gin_2_30", "NCCLDevCommRequirements.gin_traffic_class, world_gin_barrier_count",
+    "ncclDevCommRequirements.ginTrafficClass, worldGinBarrierCount", v(2, 30, 3), v(2, 30, 3), 0,
+    0, nullptr, "non-default values are refused on older releases"};
+inline constexpr Feature kDevCommGinSignals{
+    "dev_comm_gin_signals",
+    "NCCLDevCommRequirements.gin_strong_signals_required, gin_va_signals_required",
+    "ncclDevCommRequirements.ginStrongSignalsRequired, ginVaSignalsRequired", v(2, 30, 7),
+    v(2, 30, 7), 0, 0, nullptr, "non-default values are refused on older releases"};
+inline constexpr Feature kDevCommCft{
+    "dev_comm_2_31",
+    "NCCLDevCommRequirements.gin_custom_stride, gin_type, cft_caps, cft_barrier_count, "
+    "gin_connection_type=CUSTOM_STRIDE",
+    "ncclDevCommRequirements.ginCustomStride, ginType, cftCaps, cftBarrierCount", v(2, 31, 2),
+    v(2, 31, 2), 0, 0, nullptr, "non-default values are refused on older releases"};
 inline constexpr Feature kGinType{
     "gin_type", "Communicator.gin_type", "ncclCommQueryProperties", v(2, 29, 2), v(2, 29, 2), 0,
     0, "ncclCommQueryProperties", ""};
 inline constexpr Feature kRailedGinType{
     "railed_gin_type", "Communicator.railed_gin_type", "ncclCommProperties.railedGinType",
     v(2, 29, 7), v(2, 29, 7), 0, 0, nullptr, ""};
+inline constexpr Feature kProperties{
+    "properties",
+    "Communicator.properties, cuda_dev, nvml_dev, device_api_support, multimem_support, "
+    "n_lsa_teams, host_rma_support",
+    "ncclCommQueryProperties", v(2, 29, 2), v(2, 29, 2), 0, 0, "ncclCommQueryProperties",
+    "n_lsa_teams and host_rma_support from 2.29.7 (None in properties before)"};
+inline constexpr Feature kPropertiesGin{
+    "properties_gin",
+    "NCCLCommProperties.comm_hash, gin_min_stride, gin_connection_type, available_gin_types, "
+    "dev_comm_runtime_version_size",
+    "ncclCommProperties.commHash", v(2, 31, 2), v(2, 31, 2), 0, 0, nullptr,
+    "None on older releases"};
+inline constexpr Feature kPropertiesCft{
+    "properties_cft",
+    "NCCLCommProperties.cft_support, cft_multicast_support, cft_counted_support",
+    "ncclCommProperties.cftSupport", v(2, 32, 3), v(2, 32, 3), 0, 0, nullptr,
+    "None on older releases"};
+inline constexpr Feature kTeams{
+    "teams", "Communicator.team_world, team_lsa, team_rail, team_rank_to_world, team_rank_to_lsa",
+    "ncclTeamWorld, ncclTeamLsa, ncclTeamRail, ncclTeamRankToWorld, ncclTeamRankToLsa",
+    v(2, 28, 3), v(2, 28, 3), 0, 0, "ncclTeamWorld", "NCCLTeam(n_ranks, rank, stride)"};
+inline constexpr Feature kCftTeams{
+    "cft_teams", "Communicator.team_cft, team_cft_multimem", "ncclTeamCft, ncclTeamCftMultimem",
+    v(2, 31, 2), v(2, 31, 2), 0, 0, "ncclTeamCft", "teams of the CFT unicast and multicast groups"};
 // Our kernels read ncclDevComm as the headers we were built with lay it out.
 inline constexpr Feature kDeviceCollectives{
     "device_collectives", "nccl_core_backend.device.all_reduce, all_gather", "NCCL device API",
     v(2, 28, 3), 0, kBuiltSeries < v(2, 28, 3) ? v(2, 28, 3) : kBuiltSeries, kBuiltSeriesEnd,
     nullptr, "nccl_core's kernels; the loaded release series must be the one built against"};
+
+// --- library -------------------------------------------------------------------
+inline constexpr Feature kParams{
+    "params", "nccl_core_backend.params, dump_params",
+    "ncclParamGetParameter, ncclParamGetAllParameterKeys, ncclParamDumpAll", v(2, 30, 4),
+    v(2, 30, 4), 0, 0, "ncclParamGetParameter", "NCCL's parameters by name, as strings"};
+inline constexpr Feature kGroupSimulate{
+    "group_simulate", "group_end(simulate=True)", "ncclGroupSimulateEnd", v(2, 22, 3),
+    v(2, 22, 3), 0, 0, "ncclGroupSimulateEnd",
+    "GroupSimInfo.estimated_time: NCCL's estimate; nothing is launched"};
 
 // --- collectives ---------------------------------------------------------------
 inline constexpr Feature kFastPath{
@@ -153,6 +210,16 @@ inline constexpr Feature kPushAllReduce{
     "push_all_reduce", "dist.all_reduce of push_min_bytes..push_max_bytes, any memory",
     "NCCL windows + ncclTeamLsa", v(2, 28, 3), 0, v(2, 28, 3), 0, nullptr,
     "nccl_core's NVLink store kernel"};
+// The per-call config of every collective of the raw Communicator and, for
+// a group's next calls, of its dist.* collectives (nccl_core_backend.coll_config).
+inline constexpr Feature kCollConfig{
+    "coll_config", "NCCLCollConfig: config= on every collective, coll_config(...)",
+    "ncclAllReduceConfig and the other nccl*Config calls", v(2, 31, 2), v(2, 31, 2), 0, 0,
+    "ncclAllReduceConfig", "CTAs, algorithm selection, CTA policy, profiler tag, vendor options"};
+inline constexpr Feature kCollConfigEvent{
+    "coll_config_event", "NCCLCollConfig.launch_completion_event",
+    "ncclCollConfig_t.launchCompletionEvent", v(2, 32, 3), v(2, 32, 3), 0, 0, nullptr,
+    "an event NCCL records when the collective's kernel has launched"};
 
 inline constexpr const Feature* kAll[] = {
     &kMemAlloc,           &kRegisterBuffer,        &kWindowRegistration,
@@ -161,9 +228,13 @@ inline constexpr const Feature* kAll[] = {
     &kRmaLoadStore,       &kRmaNativeRoute,        &kRmaNetwork,
     &kSplit,              &kShrink,                &kGetMemStat,
     &kRevoke,             &kSuspendResume,         &kGrow,
-    &kDevComm,            &kDevCommGinConnection,  &kGinType,
+    &kDevComm,            &kDevCommGinConnection,  &kDevCommGin230,
+    &kDevCommGinSignals,  &kDevCommCft,            &kGinType,
     &kRailedGinType,      &kDeviceCollectives,     &kFastPath,
-    &kPushAllReduce,
+    &kPushAllReduce,      &kProperties,            &kPropertiesGin,
+    &kPropertiesCft,      &kTeams,                 &kCftTeams,
+    &kParams,             &kGroupSimulate,         &kCollConfig,
+    &kCollConfigEvent,
 };
 
 // The head of NCCL's device-side window descriptor (lsaFlatBase, lsaRank,

@@ -26,6 +26,13 @@ Fn* resolved(const char* name) {
     return fn == nullptr ? ncclInvalidUsage : fn(__VA_ARGS__); \
   } while (0)
 
+ncclResult_t spread(newer::Team team, int* nranks, int* rank, int* stride) {
+  *nranks = team.nranks;
+  *rank = team.rank;
+  *stride = team.stride;
+  return ncclSuccess;
+}
+
 class LoadedNccl final : public NcclApi {
  public:
   ncclResult_t GetVersion(int* version) override {
@@ -78,9 +85,31 @@ class LoadedNccl final : public NcclApi {
   ncclResult_t CommQueryProperties(ncclComm_t comm, void* properties) override {
     NCCL_CORE_NEWER(newer::QueryPropertiesFn, "ncclCommQueryProperties", comm, properties);
   }
+  ncclResult_t CommGetUniqueId(ncclComm_t comm, ncclUniqueId* id) override {
+    NCCL_CORE_NEWER(newer::CommGetUniqueIdFn, "ncclCommGetUniqueId", comm, id);
+  }
+  ncclResult_t CommGrow(ncclComm_t comm, int nranks, const ncclUniqueId* id, int rank,
+                        ncclComm_t* grown, ncclConfig_t* config) override {
+    NCCL_CORE_NEWER(newer::CommGrowFn, "ncclCommGrow", comm, nranks, id, rank, grown, config);
+  }
 
   ncclResult_t GroupStart() override { return ncclGroupStart(); }
   ncclResult_t GroupEnd() override { return ncclGroupEnd(); }
+  ncclResult_t ParamGetParameter(const char* key, const char** value, int* length) override {
+    NCCL_CORE_NEWER(newer::ParamGetParameterFn, "ncclParamGetParameter", key, value, length);
+  }
+  ncclResult_t ParamGetAllParameterKeys(const char*** keys, int* count) override {
+    NCCL_CORE_NEWER(newer::ParamGetAllParameterKeysFn, "ncclParamGetAllParameterKeys", keys,
+                    count);
+  }
+  ncclResult_t ParamDumpAll() override {
+    static auto* const fn = resolved<newer::ParamDumpAllFn>("ncclParamDumpAll");
+    if (fn == nullptr) {
+      return ncclInvalidUsage;
+    }
+    fn();
+    return ncclSuccess;
+  }
   ncclResult_t GroupSimulateEnd(ncclSimInfo_t* info) override { return ncclGroupSimulateEnd(info); }
 
   ncclResult_t RedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t type,
@@ -139,6 +168,54 @@ class LoadedNccl final : public NcclApi {
                        ncclComm_t comm, cudaStream_t stream) override {
     return ncclScatter(in, out, count, type, root, comm, stream);
   }
+  ncclResult_t AllReduceConfig(const void* in, void* out, size_t count, ncclDataType_t type,
+                               ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+                               const newer::CollConfig* config) override {
+    NCCL_CORE_NEWER(newer::AllReduceConfigFn, "ncclAllReduceConfig", in, out, count, type, op,
+                    comm, stream, config);
+  }
+  ncclResult_t ReduceConfig(const void* in, void* out, size_t count, ncclDataType_t type,
+                            ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream,
+                            const newer::CollConfig* config) override {
+    NCCL_CORE_NEWER(newer::ReduceConfigFn, "ncclReduceConfig", in, out, count, type, op, root,
+                    comm, stream, config);
+  }
+  ncclResult_t BroadcastConfig(const void* in, void* out, size_t count, ncclDataType_t type,
+                               int root, ncclComm_t comm, cudaStream_t stream,
+                               const newer::CollConfig* config) override {
+    NCCL_CORE_NEWER(newer::BroadcastConfigFn, "ncclBroadcastConfig", in, out, count, type, root,
+                    comm, stream, config);
+  }
+  ncclResult_t AllGatherConfig(const void* in, void* out, size_t count, ncclDataType_t type,
+                               ncclComm_t comm, cudaStream_t stream,
+                               const newer::CollConfig* config) override {
+    NCCL_CORE_NEWER(newer::AllGatherConfigFn, "ncclAllGatherConfig", in, out, count, type, comm,
+                    stream, config);
+  }
+  ncclResult_t ReduceScatterConfig(const void* in, void* out, size_t count, ncclDataType_t type,
+                                   ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream,
+                                   const newer::CollConfig* config) override {
+    NCCL_CORE_NEWER(newer::ReduceScatterConfigFn, "ncclReduceScatterConfig", in, out, count, type,
+                    op, comm, stream, config);
+  }
+  ncclResult_t AlltoAllConfig(const void* in, void* out, size_t count, ncclDataType_t type,
+                              ncclComm_t comm, cudaStream_t stream,
+                              const newer::CollConfig* config) override {
+    NCCL_CORE_NEWER(newer::AlltoAllConfigFn, "ncclAlltoAllConfig", in, out, count, type, comm,
+                    stream, config);
+  }
+  ncclResult_t GatherConfig(const void* in, void* out, size_t count, ncclDataType_t type, int root,
+                            ncclComm_t comm, cudaStream_t stream,
+                            const newer::CollConfig* config) override {
+    NCCL_CORE_NEWER(newer::GatherConfigFn, "ncclGatherConfig", in, out, count, type, root, comm,
+                    stream, config);
+  }
+  ncclResult_t ScatterConfig(const void* in, void* out, size_t count, ncclDataType_t type,
+                             int root, ncclComm_t comm, cudaStream_t stream,
+                             const newer::CollConfig* config) override {
+    NCCL_CORE_NEWER(newer::ScatterConfigFn, "ncclScatterConfig", in, out, count, type, root, comm,
+                    stream, config);
+  }
   ncclResult_t Send(const void* data, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
                     cudaStream_t stream) override {
     return ncclSend(data, count, type, peer, comm, stream);
@@ -164,15 +241,42 @@ class LoadedNccl final : public NcclApi {
                     static_cast<newer::WaitSignalDesc*>(descs), comm, stream);
   }
 
+  ncclResult_t TeamWorld(ncclComm_t comm, int* nranks, int* rank, int* stride) override {
+    static auto* const fn = resolved<newer::TeamWorldFn>("ncclTeamWorld");
+    return fn == nullptr ? ncclInvalidUsage : spread(fn(comm), nranks, rank, stride);
+  }
   ncclResult_t TeamLsa(ncclComm_t comm, int* nranks, int* rank, int* stride) override {
-    static newer::TeamLsaFn* const fn = resolved<newer::TeamLsaFn>("ncclTeamLsa");
+    static auto* const fn = resolved<newer::TeamLsaFn>("ncclTeamLsa");
+    return fn == nullptr ? ncclInvalidUsage : spread(fn(comm), nranks, rank, stride);
+  }
+  ncclResult_t TeamRail(ncclComm_t comm, int* nranks, int* rank, int* stride) override {
+    static auto* const fn = resolved<newer::TeamRailFn>("ncclTeamRail");
+    return fn == nullptr ? ncclInvalidUsage : spread(fn(comm), nranks, rank, stride);
+  }
+  ncclResult_t TeamCft(ncclComm_t comm, int mode, int* nranks, int* rank, int* stride) override {
+    static auto* const fn = resolved<newer::TeamCftFn>("ncclTeamCft");
+    return fn == nullptr ? ncclInvalidUsage : spread(fn(comm, mode), nranks, rank, stride);
+  }
+  ncclResult_t TeamCftMultimem(ncclComm_t comm, int* nranks, int* rank, int* stride) override {
+    static auto* const fn = resolved<newer::TeamCftMultimemFn>("ncclTeamCftMultimem");
+    return fn == nullptr ? ncclInvalidUsage : spread(fn(comm), nranks, rank, stride);
+  }
+  ncclResult_t TeamRankToWorld(ncclComm_t comm, const int team[3], int team_rank,
+                               int* out) override {
+    static auto* const fn = resolved<newer::TeamRankToWorldFn>("ncclTeamRankToWorld");
     if (fn == nullptr) {
       return ncclInvalidUsage;
     }
-    newer::Team team = fn(comm);
-    *nranks = team.nranks;
-    *rank = team.rank;
-    *stride = team.stride;
+    *out = fn(comm, newer::Team{team[0], team[1], team[2]}, team_rank);
+    return ncclSuccess;
+  }
+  ncclResult_t TeamRankToLsa(ncclComm_t comm, const int team[3], int team_rank,
+                             int* out) override {
+    static auto* const fn = resolved<newer::TeamRankToLsaFn>("ncclTeamRankToLsa");
+    if (fn == nullptr) {
+      return ncclInvalidUsage;
+    }
+    *out = fn(comm, newer::Team{team[0], team[1], team[2]}, team_rank);
     return ncclSuccess;
   }
   ncclResult_t GetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsa_rank,
@@ -190,6 +294,11 @@ class LoadedNccl final : public NcclApi {
     NCCL_CORE_NEWER(newer::GetLsaMultimemDevicePointerFn, "ncclGetLsaMultimemDevicePointer",
                     window, offset, out);
   }
+  ncclResult_t GetMultimemDevicePointer(ncclWindow_t window, size_t offset, void* mc_base_ptr,
+                                        void** out) override {
+    NCCL_CORE_NEWER(newer::GetMultimemDevicePointerFn, "ncclGetMultimemDevicePointer", window,
+                    offset, newer::MultimemHandle{mc_base_ptr}, out);
+  }
   ncclResult_t WinGetUserPtr(ncclComm_t comm, ncclWindow_t window, void** out) override {
     NCCL_CORE_NEWER(newer::WinGetUserPtrFn, "ncclWinGetUserPtr", comm, window, out);
   }
@@ -198,6 +307,29 @@ class LoadedNccl final : public NcclApi {
   }
   ncclResult_t DevCommDestroy(ncclComm_t comm, const void* dev_comm) override {
     NCCL_CORE_NEWER(newer::DevCommDestroyFn, "ncclDevCommDestroy", comm, dev_comm);
+  }
+  ncclResult_t LsaBarrierCreateRequirement(const int team[3], int n_barriers, void* handle,
+                                           void* req) override {
+    NCCL_CORE_NEWER(newer::LsaBarrierCreateRequirementFn, "ncclLsaBarrierCreateRequirement",
+                    newer::Team{team[0], team[1], team[2]}, n_barriers, handle, req);
+  }
+  ncclResult_t GinBarrierCreateRequirement(ncclComm_t comm, const int team[3], int n_barriers,
+                                           void* handle, void* req) override {
+    NCCL_CORE_NEWER(newer::GinBarrierCreateRequirementFn, "ncclGinBarrierCreateRequirement",
+                    comm, newer::Team{team[0], team[1], team[2]}, n_barriers, handle, req);
+  }
+  ncclResult_t LLA2ACalcSlots(int max_elements, int max_element_size, int* out) override {
+    static auto* const fn = resolved<newer::LLA2ACalcSlotsFn>("ncclLLA2ACalcSlots");
+    if (fn == nullptr) {
+      return ncclInvalidUsage;
+    }
+    *out = fn(max_elements, max_element_size);
+    return ncclSuccess;
+  }
+  ncclResult_t LLA2ACreateRequirement(int n_blocks, int n_slots, void* handle,
+                                      void* req) override {
+    NCCL_CORE_NEWER(newer::LLA2ACreateRequirementFn, "ncclLLA2ACreateRequirement", n_blocks,
+                    n_slots, handle, req);
   }
 };
 

@@ -24,6 +24,10 @@
 
 namespace nccl_core {
 
+namespace newer {
+struct CollConfig;
+}
+
 class NcclApi {
  public:
   virtual ~NcclApi() = default;
@@ -54,11 +58,20 @@ class NcclApi {
   virtual ncclResult_t CommResume(ncclComm_t comm) = 0;                  // 2.29.7
   virtual ncclResult_t CommMemStats(ncclComm_t comm, int stat, uint64_t* value) = 0;  // 2.29.7
   virtual ncclResult_t CommQueryProperties(ncclComm_t comm, void* properties) = 0;    // 2.29.2
+  virtual ncclResult_t CommGetUniqueId(ncclComm_t comm, ncclUniqueId* id) = 0;         // 2.29.2
+  virtual ncclResult_t CommGrow(ncclComm_t comm, int nranks, const ncclUniqueId* id, int rank,
+                                ncclComm_t* grown, ncclConfig_t* config) = 0;          // 2.29.2
 
   // Groups.
   virtual ncclResult_t GroupStart() = 0;
   virtual ncclResult_t GroupEnd() = 0;
   virtual ncclResult_t GroupSimulateEnd(ncclSimInfo_t* info) = 0;
+
+  // NCCL's parameters (2.30.4).  The strings belong to NCCL and stay valid
+  // until this thread's next call of the same function.
+  virtual ncclResult_t ParamGetParameter(const char* key, const char** value, int* length) = 0;
+  virtual ncclResult_t ParamGetAllParameterKeys(const char*** keys, int* count) = 0;
+  virtual ncclResult_t ParamDumpAll() = 0;
 
   // Reduction operators.
   virtual ncclResult_t RedOpCreatePreMulSum(ncclRedOp_t* op, void* scalar, ncclDataType_t type,
@@ -91,6 +104,33 @@ class NcclApi {
                               int root, ncclComm_t comm, cudaStream_t stream) = 0;
   virtual ncclResult_t Scatter(const void* in, void* out, size_t count, ncclDataType_t type,
                                int root, ncclComm_t comm, cudaStream_t stream) = 0;
+  // The same with a per-call ncclCollConfig_t (2.31.2; `config` is laid out
+  // for the loaded release: collectives/coll_config.h).
+  virtual ncclResult_t AllReduceConfig(const void* in, void* out, size_t count,
+                                       ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+                                       cudaStream_t stream, const newer::CollConfig* config) = 0;
+  virtual ncclResult_t ReduceConfig(const void* in, void* out, size_t count, ncclDataType_t type,
+                                    ncclRedOp_t op, int root, ncclComm_t comm, cudaStream_t stream,
+                                    const newer::CollConfig* config) = 0;
+  virtual ncclResult_t BroadcastConfig(const void* in, void* out, size_t count,
+                                       ncclDataType_t type, int root, ncclComm_t comm,
+                                       cudaStream_t stream, const newer::CollConfig* config) = 0;
+  virtual ncclResult_t AllGatherConfig(const void* in, void* out, size_t count,
+                                       ncclDataType_t type, ncclComm_t comm, cudaStream_t stream,
+                                       const newer::CollConfig* config) = 0;
+  virtual ncclResult_t ReduceScatterConfig(const void* in, void* out, size_t count,
+                                           ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+                                           cudaStream_t stream,
+                                           const newer::CollConfig* config) = 0;
+  virtual ncclResult_t AlltoAllConfig(const void* in, void* out, size_t count, ncclDataType_t type,
+                                      ncclComm_t comm, cudaStream_t stream,
+                                      const newer::CollConfig* config) = 0;
+  virtual ncclResult_t GatherConfig(const void* in, void* out, size_t count, ncclDataType_t type,
+                                    int root, ncclComm_t comm, cudaStream_t stream,
+                                    const newer::CollConfig* config) = 0;
+  virtual ncclResult_t ScatterConfig(const void* in, void* out, size_t count, ncclDataType_t type,
+                                     int root, ncclComm_t comm, cudaStream_t stream,
+                                     const newer::CollConfig* config) = 0;
   virtual ncclResult_t Send(const void* data, size_t count, ncclDataType_t type, int peer,
                             ncclComm_t comm, cudaStream_t stream) = 0;
   virtual ncclResult_t Recv(void* data, size_t count, ncclDataType_t type, int peer,
@@ -105,18 +145,43 @@ class NcclApi {
   virtual ncclResult_t WaitSignal(int ndescs, void* descs, ncclComm_t comm,
                                   cudaStream_t stream) = 0;
 
-  // Host-side queries of the device API: the LSA team (2.28.3, returned as
-  // {nranks, rank, stride}), window pointers (2.29.2), device communicators.
+  // Host-side queries of the device API: teams (world, LSA, rail 2.28.3;
+  // CFT 2.31.2), each returned as {nranks, rank, stride}; a team's rank in
+  // the world or the LSA team (2.28.3); window pointers (2.29.2); device
+  // communicators.
+  virtual ncclResult_t TeamWorld(ncclComm_t comm, int* nranks, int* rank, int* stride) = 0;
   virtual ncclResult_t TeamLsa(ncclComm_t comm, int* nranks, int* rank, int* stride) = 0;
+  virtual ncclResult_t TeamRail(ncclComm_t comm, int* nranks, int* rank, int* stride) = 0;
+  virtual ncclResult_t TeamCft(ncclComm_t comm, int mode, int* nranks, int* rank,
+                               int* stride) = 0;
+  virtual ncclResult_t TeamCftMultimem(ncclComm_t comm, int* nranks, int* rank,
+                                       int* stride) = 0;
+  // `team` is {nranks, rank, stride}.
+  virtual ncclResult_t TeamRankToWorld(ncclComm_t comm, const int team[3], int team_rank,
+                                       int* out) = 0;
+  virtual ncclResult_t TeamRankToLsa(ncclComm_t comm, const int team[3], int team_rank,
+                                     int* out) = 0;
   virtual ncclResult_t GetLsaDevicePointer(ncclWindow_t window, size_t offset, int lsa_rank,
                                            void** out) = 0;
   virtual ncclResult_t GetPeerDevicePointer(ncclWindow_t window, size_t offset, int peer,
                                             void** out) = 0;
   virtual ncclResult_t GetLsaMultimemDevicePointer(ncclWindow_t window, size_t offset,
                                                    void** out) = 0;
+  // `mc_base_ptr`: the ncclMultimemHandle a device communicator gave a team.
+  virtual ncclResult_t GetMultimemDevicePointer(ncclWindow_t window, size_t offset,
+                                                void* mc_base_ptr, void** out) = 0;
   virtual ncclResult_t WinGetUserPtr(ncclComm_t comm, ncclWindow_t window, void** out) = 0;
   virtual ncclResult_t DevCommCreate(ncclComm_t comm, const void* requirements,
                                      void* dev_comm) = 0;
+  // NCCL fills `req` (an ncclDevResourceRequirements node) and points it at
+  // `handle`, which ncclDevCommCreate completes (2.28.3).
+  virtual ncclResult_t LsaBarrierCreateRequirement(const int team[3], int n_barriers,
+                                                   void* handle, void* req) = 0;
+  virtual ncclResult_t GinBarrierCreateRequirement(ncclComm_t comm, const int team[3],
+                                                   int n_barriers, void* handle, void* req) = 0;
+  virtual ncclResult_t LLA2ACalcSlots(int max_elements, int max_element_size, int* out) = 0;
+  virtual ncclResult_t LLA2ACreateRequirement(int n_blocks, int n_slots, void* handle,
+                                              void* req) = 0;
   virtual ncclResult_t DevCommDestroy(ncclComm_t comm, const void* dev_comm) = 0;
 
   // Refuses with NcclUnsupported, naming `feature`, `symbol` and the release

@@ -3,13 +3,16 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
+#include <cstring>
 
 #include "backend/backend.h"
 #include "failures/group_failures.h"
 #include "tooling/comm_listener.h"
 #include "comm/communicator.h"
 #include "python/bind.h"
+#include "python/coll_config.h"
 #include "python/paths.h"
+#include "util/torch_errors.h"
 
 namespace py = pybind11;
 using nccl_core::Backend;
@@ -33,7 +36,19 @@ c10::intrusive_ptr<T> copy_of(const T& o) {
 
 namespace nccl_core::python {
 
+namespace {
+
+// A per-call config taken back from a group by _swap_coll_config, to be
+// given back when a coll_config(...) block ends.
+struct CollConfigHandle {
+  std::shared_ptr<const collectives::CollConfig> config;
+};
+
+}  // namespace
+
 void bind_backend(py::module_& m) {
+  py::class_<CollConfigHandle>(m, "_CollConfigHandle",
+                               "A group's per-call config, as _swap_coll_config returns it.");
   py::class_<GroupOptions, c10d::Backend::Options, c10::intrusive_ptr<GroupOptions>>(
       m, "Options", "Options of a nccl_core process group (pg_options=).")
       .def(py::init<std::chrono::milliseconds>(),
@@ -178,6 +193,18 @@ void bind_backend(py::module_& m) {
            py::arg("device"), py::call_guard<py::gil_scoped_release>())
       .def("_set_split_source", &Backend::set_split_source, py::arg("parent"),
            py::arg("color"))
+      .def(
+          "_set_grow_source",
+          [](Backend& b, std::shared_ptr<Communicator> parent, const py::bytes& id) {
+            std::string raw = id;
+            GrowSource source{std::move(parent), {}};
+            NCCL_CORE_CHECK_VALUE(raw.size() == sizeof(source.id), "nccl_core grow_group: a "
+                                  "unique id has ", sizeof(source.id), " bytes, got ", raw.size());
+            std::memcpy(&source.id, raw.data(), raw.size());
+            b.set_grow_source(std::move(source));
+          },
+          py::arg("parent"), py::arg("unique_id"),
+          "nc.grow_group's: the group's communicator grows from `parent` (None on a new rank).")
       .def("communicator",
            [](Backend& b, std::optional<int> device) {
              std::optional<at::Device> d;
@@ -212,6 +239,24 @@ void bind_backend(py::module_& m) {
           py::arg("pool") = nullptr,
           "Tests: {'segments', 'bytes', 'windows'} registered with the communicator now "
           "(of `pool` only, if given).")
+      .def(
+          "_swap_coll_config",
+          [](Backend& b, py::handle config) -> py::object {
+            std::shared_ptr<const collectives::CollConfig> next;
+            if (py::isinstance<CollConfigHandle>(config)) {
+              next = config.cast<const CollConfigHandle&>().config;
+            } else {
+              next = as_coll_config(config);
+            }
+            auto previous = b.next_coll_config.swap(std::move(next));
+            if (previous == nullptr) {
+              return py::none();
+            }
+            return py::cast(CollConfigHandle{std::move(previous)});
+          },
+          py::arg("config"),
+          "Gives the group's next collectives `config` (an NCCLCollConfig, None, or what an "
+          "earlier call returned); returns the config it replaces (None or a handle).")
       .def("_has_communicator", &Backend::has_communicator)
       .def("_pending_works", &Backend::pending_works)
       .def("_fast_path_calls",
@@ -257,6 +302,10 @@ void bind_backend(py::module_& m) {
            "ncclCommSplit calls made on the group's communicator.")
       .def("memory_stats", [](Backend& b) { return b.live_comm("memory_stats").mem_stats(); },
            "NCCL's memory statistics of the communicator (ncclCommMemStats, NCCL >= 2.29.7).")
+      .def("revoke", &Backend::revoke, py::call_guard<py::gil_scoped_release>(),
+           "ncclCommRevoke (NCCL >= 2.28.7): ends the group's in-flight work; its pending "
+           "Works and every later call raise DistBackendError until "
+           "destroy_process_group().")
       .def("suspend",
            [](Backend& b) { b.live_comm("suspend").suspend(nccl_core::newer::kSuspendMem); },
            py::call_guard<py::gil_scoped_release>(),

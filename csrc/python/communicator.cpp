@@ -1,9 +1,15 @@
 // Bindings of Communicator: the nccl.core-style API on a group's communicator
-// (its operations: raw_ops.cpp; one-sided ones: rma.cpp).
+// (its operations: raw_ops.cpp; one-sided ones: rma.cpp), and grow's three
+// roles: `Communicator()` for a new rank, get_unique_id(), grow().
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/autograd/python_variable.h>
 #include <torch/csrc/utils/pybind.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <utility>
 
 #include "backend/options.h"
 #include "comm/communicator.h"
@@ -37,8 +43,85 @@ c10::Storage storage_of(const at::Tensor& t) {
   return t.storage();
 }
 
+// The config and timeout of a communicator made from this one (shrink,
+// grow): a nccl_core_backend.Options, or None for `fallback` and defaults.
+std::pair<CommConfig, std::chrono::milliseconds> child_config(
+    py::handle config, std::chrono::milliseconds fallback) {
+  if (config.is_none()) {
+    return {CommConfig{}, fallback};
+  }
+  NCCL_CORE_REQUIRE(py::isinstance<GroupOptions>(config),
+                    "config must be a nccl_core_backend.Options");
+  const auto& o = config.cast<const GroupOptions&>();
+  return {o.config, o.timeout};
+}
+
 py::object window_or_none(const std::shared_ptr<Window>& w) {
   return w ? py::cast(w) : py::none();
+}
+
+// --- grow (ncclCommGrow, comm/creation.cpp): the three roles of nccl.core ---
+
+
+py::object unique_id_object(const ncclUniqueId& id) {
+  py::bytes data(id.internal, sizeof(id.internal));
+  return py::module_::import("nccl_core_backend.unique_id").attr("UniqueId")(data);
+}
+
+ncclUniqueId as_unique_id(py::handle obj) {
+  static PyObject* const cls =
+      py::object(py::module_::import("nccl_core_backend.unique_id").attr("UniqueId"))
+          .release()
+          .ptr();
+  NCCL_CORE_REQUIRE(PyObject_IsInstance(obj.ptr(), cls) == 1,
+                    "unique_id must be a UniqueId (Communicator.get_unique_id()), got ",
+                    std::string(py::str(py::type::of(obj).attr("__name__"))));
+  std::string data = obj.attr("as_bytes").cast<std::string>();
+  ncclUniqueId id;
+  NCCL_CORE_REQUIRE(data.size() == sizeof(id.internal), "a UniqueId has ", sizeof(id.internal),
+                    " bytes, got ", data.size());
+  std::memcpy(id.internal, data.data(), sizeof(id.internal));
+  return id;
+}
+
+// The device a new rank joins on: torch's current one (-1 without CUDA,
+// where only the lab's fake NCCL answers).
+int current_device() {
+  py::module_ cuda = py::module_::import("torch.cuda");
+  if (!cuda.attr("is_available")().cast<bool>()) {
+    return -1;
+  }
+  return cuda.attr("current_device")().cast<int>();
+}
+
+CommPtr grow(const CommPtr& c, py::handle nranks, py::handle unique_id, py::handle rank,
+             py::handle config) {
+  int n = checked::narrow<int>(as_int(nranks, "nranks"), "nranks");
+  NCCL_CORE_REQUIRE(n > 0, "nranks must be positive, got ", n);
+  bool new_rank = !rank.is_none();
+  bool null = c->is_null();
+  NCCL_CORE_REQUIRE(!new_rank || null,
+                    "New ranks must use a null communicator (Communicator()); this one is ",
+                    c->is_live() ? "initialized" : "closed");
+  NCCL_CORE_REQUIRE(new_rank || !null,
+                    "Existing ranks must use an initialized communicator; a new rank passes "
+                    "rank= to grow() on Communicator()");
+  auto [cfg, timeout] = child_config(config, new_rank ? kBackendDefaultTimeout : c->timeout());
+  if (new_rank) {
+    int r = checked::narrow<int>(as_int(rank, "rank"), "rank");
+    NCCL_CORE_REQUIRE(!unique_id.is_none(), "a new rank needs the unique_id of the grow "
+                      "(the leading rank's get_unique_id())");
+    ncclUniqueId id = as_unique_id(unique_id);
+    int device = current_device();
+    py::gil_scoped_release release;
+    return Communicator::join_grow(id, n, r, device, cfg, timeout);
+  }
+  std::optional<ncclUniqueId> id;
+  if (!unique_id.is_none()) {
+    id = as_unique_id(unique_id);
+  }
+  py::gil_scoped_release release;
+  return c->grow(n, id ? &*id : nullptr, cfg, timeout);
 }
 
 } // namespace
@@ -92,6 +175,16 @@ void bind_communicator(py::module_& m) {
           "(ncclCommSuspend, NCCL >= 2.29.7).")
       .def("resume", &Communicator::resume, py::call_guard<py::gil_scoped_release>(),
            "Restores what suspend() released (ncclCommResume, NCCL >= 2.29.7).")
+      .def(
+          "revoke",
+          [](Communicator& c, py::handle flags) {
+            int f = checked::narrow<int>(as_int(flags, "flags"), "flags");
+            py::gil_scoped_release release;
+            c.revoke(f);
+          },
+          arg("flags") = 0,
+          "ncclCommRevoke (NCCL >= 2.28.7): stops the operations in flight; then destroy(), "
+          "split or shrink it (finalize() is refused).  flags is reserved: 0.")
       .def("close_all_resources", &Communicator::close_all_resources,
            py::call_guard<py::gil_scoped_release>(),
            "Closes every resource of this communicator (best effort, idempotent).")
@@ -121,15 +214,7 @@ void bind_communicator(py::module_& m) {
             }
             long long f = flag.is_none() ? 0 : as_int(flag, "flag");
             NCCL_CORE_REQUIRE(f == 0 || f == 1, "Invalid CommShrinkFlag: ", f);
-            CommConfig cfg;
-            auto timeout = c->timeout();
-            if (!config.is_none()) {
-              NCCL_CORE_REQUIRE(py::isinstance<GroupOptions>(config),
-                                "config must be a nccl_core_backend.Options");
-              const auto& o = config.cast<const GroupOptions&>();
-              cfg = o.config;
-              timeout = o.timeout;
-            }
+            auto [cfg, timeout] = child_config(config, c->timeout());
             py::gil_scoped_release release;
             return c->shrink(exclude, static_cast<int>(f), cfg, timeout);
           },
@@ -201,6 +286,9 @@ void bind_communicator(py::module_& m) {
   m.def("group_start", &raw::group_start, "ncclGroupStart for this thread.");
   m.def("group_end", &raw::group_end, py::call_guard<py::gil_scoped_release>(),
         "ncclGroupEnd; waits for the communicators the group used.");
+  m.def("group_simulate_end", &raw::group_simulate_end, py::call_guard<py::gil_scoped_release>(),
+        "ncclGroupSimulateEnd: ends the outermost group without launching it; NCCL's "
+        "estimate of its time.");
   m.def("_group_depth", &raw::group_depth);
   m.def(
       "get_error_string",
@@ -209,6 +297,32 @@ void bind_communicator(py::module_& m) {
         return std::string(nccl().GetErrorString(static_cast<ncclResult_t>(r)));
       },
       arg("nccl_result"), "Human-readable string of an NCCL result code.");
+}
+
+// `Communicator()` (the null communicator a new rank joins from),
+// get_unique_id() on the rank that leads a grow, and grow() on every rank.
+void bind_grow(py::module_& m) {
+  auto cls = py::reinterpret_borrow<py::class_<Communicator, CommPtr>>(m.attr("Communicator"));
+  cls.def(py::init([] { return Communicator::null_communicator(); }),
+          "A null communicator (no NCCL handle): what a new rank calls grow(..., rank=) on.")
+      .def(
+          "get_unique_id",
+          [](Communicator& c) {
+            ncclUniqueId id;
+            {
+              py::gil_scoped_release release;
+              id = c.grow_unique_id();
+            }
+            return unique_id_object(id);
+          },
+          "ncclCommGetUniqueId (NCCL >= 2.29.2): the UniqueId of this communicator's next "
+          "grow, asked by the one existing rank that leads it and given to the new ranks.")
+      .def("grow", &grow, py::arg("nranks"), py::arg("unique_id") = py::none(),
+           py::arg("rank") = py::none(), py::arg("config") = py::none(),
+           "ncclCommGrow (NCCL >= 2.29.2), collective over the existing and the new ranks: "
+           "existing ranks call it on this communicator (unique_id on the leading rank only), "
+           "new ranks on Communicator() with unique_id and rank=.  The new communicator keeps "
+           "the existing ranks first and belongs to the caller: finalize() or destroy() it.");
 }
 
 } // namespace nccl_core::python

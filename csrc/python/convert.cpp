@@ -162,6 +162,19 @@ long long as_int(py::handle obj, const char* name) {
   return v;
 }
 
+void* as_address(py::handle obj, const char* name) {
+  NCCL_CORE_REQUIRE(PyLong_Check(obj.ptr()) && !PyBool_Check(obj.ptr()), name,
+                    " must be an int, got ",
+                    std::string(py::str(py::type::of(obj).attr("__name__"))));
+  unsigned long long v = PyLong_AsUnsignedLongLong(obj.ptr());
+  if (v == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
+    PyErr_Clear();
+    NCCL_CORE_REQUIRE(false, name, " ", std::string(py::str(obj)),
+                      " is not an address (an int from 0 to 2**64 - 1)");
+  }
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(v));
+}
+
 int as_rank(py::handle obj, const char* name) {
   long long v = as_int(obj, name);
   NCCL_CORE_REQUIRE(v >= std::numeric_limits<int>::min() && v <= std::numeric_limits<int>::max(),

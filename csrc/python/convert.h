@@ -45,6 +45,9 @@ ncclRedOp_t red_op_for_type(py::handle obj, const Communicator& comm, ncclDataTy
 // An int (IntEnum members included, bool refused); NcclInvalid naming `name`.
 long long as_int(py::handle obj, const char* name);
 
+// A device address: an int in [0, 2**64); NcclInvalid naming `name` otherwise.
+void* as_address(py::handle obj, const char* name);
+
 // An int that fits a rank (the operation checks it against the
 // communicator's size); NcclInvalid naming `name` otherwise.
 int as_rank(py::handle obj, const char* name);

@@ -75,6 +75,9 @@ PYBIND11_MODULE(_C, m) {
   nccl_core::python::bind_memory(m);
   nccl_core::python::bind_rma(m);
   nccl_core::python::bind_device(m);
+  nccl_core::python::bind_properties(m);
+  nccl_core::python::bind_params(m);
   nccl_core::python::bind_features(m);
   nccl_core::python::bind_paths(m);
+  nccl_core::python::bind_grow(m);
 }

@@ -7,6 +7,7 @@
 #include "comm/resources.h"
 #include "nccl/api.h"
 #include "python/bind.h"
+#include "python/convert.h"
 
 namespace py = pybind11;
 
@@ -91,6 +92,21 @@ void bind_resources(py::module_& m) {
             return addr_or_none(w.lsa_multimem_pointer(as_offset(offset)));
           },
           py::arg("offset") = 0, "Multicast address, or None where multimem is unavailable.")
+      .def(
+          "get_multimem_device_pointer",
+          [](const Window& w, py::handle multimem, long long offset) {
+            py::object type =
+                py::module_::import("nccl_core_backend.dev_resources").attr("MultimemHandle");
+            NCCL_CORE_REQUIRE(py::isinstance(multimem, type),
+                              "get_multimem_device_pointer: multimem must be a MultimemHandle "
+                              "(DevCommResource.multimem_handle), got ",
+                              std::string(py::str(multimem.get_type().attr("__name__"))));
+            void* base = as_address(multimem.attr("mc_base_pointer"), "mc_base_pointer");
+            return addr_or_none(w.multimem_pointer(base, as_offset(offset)));
+          },
+          py::arg("multimem"), py::arg("offset") = 0,
+          "Multicast address through a team's MultimemHandle, or None where multimem is "
+          "unavailable.")
       .def("__repr__", [](const Window& w) {
         if (!w.is_valid()) {
           return std::string("<RegisteredWindowHandle: closed>");

@@ -9,6 +9,7 @@
 
 #include "comm/communicator.h"
 #include "device/dev_comm.h"
+#include "device/properties.h"
 #include "nccl/api.h"
 #include "nccl/features.h"
 #include "nccl/seam.h"

@@ -229,14 +229,9 @@ ncclResult_t FakeNccl::CommMemStats(ncclComm_t, int stat, uint64_t* value) {
   return answer("CommMemStats", concat("stat=", stat));
 }
 
-ncclResult_t FakeNccl::CommQueryProperties(ncclComm_t, void*) {
-  return answer("CommQueryProperties");
-}
 
 ncclResult_t FakeNccl::GroupStart() { return answer("GroupStart"); }
 ncclResult_t FakeNccl::GroupEnd() { return answer("GroupEnd"); }
-ncclResult_t FakeNccl::GroupSimulateEnd(ncclSimInfo_t*) { return answer("GroupSimulateEnd"); }
-
 ncclResult_t FakeNccl::RedOpCreatePreMulSum(ncclRedOp_t* op, void*, ncclDataType_t type,
                                             ncclScalarResidence_t residence, ncclComm_t) {
   *op = static_cast<ncclRedOp_t>(ncclNumOps);
@@ -316,33 +311,5 @@ ncclResult_t FakeNccl::Signal(int peer, int, int, unsigned int, ncclComm_t, cuda
 ncclResult_t FakeNccl::WaitSignal(int ndescs, void*, ncclComm_t, cudaStream_t) {
   return answer("WaitSignal", concat("ndescs=", ndescs));
 }
-
-ncclResult_t FakeNccl::TeamLsa(ncclComm_t comm, int* nranks, int* rank, int* stride) {
-  Comm* c = comm_of(comm);
-  *nranks = c != nullptr ? c->nranks : 1;
-  *rank = c != nullptr ? c->rank : 0;
-  *stride = 1;
-  return answer("TeamLsa");
-}
-ncclResult_t FakeNccl::GetLsaDevicePointer(ncclWindow_t, size_t, int, void** out) {
-  *out = nullptr;
-  return answer("GetLsaDevicePointer");
-}
-ncclResult_t FakeNccl::GetPeerDevicePointer(ncclWindow_t, size_t, int, void** out) {
-  *out = nullptr;
-  return answer("GetPeerDevicePointer");
-}
-ncclResult_t FakeNccl::GetLsaMultimemDevicePointer(ncclWindow_t, size_t, void** out) {
-  *out = nullptr;
-  return answer("GetLsaMultimemDevicePointer");
-}
-ncclResult_t FakeNccl::WinGetUserPtr(ncclComm_t, ncclWindow_t, void** out) {
-  *out = nullptr;
-  return answer("WinGetUserPtr");
-}
-ncclResult_t FakeNccl::DevCommCreate(ncclComm_t, const void*, void*) {
-  return answer("DevCommCreate");
-}
-ncclResult_t FakeNccl::DevCommDestroy(ncclComm_t, const void*) { return answer("DevCommDestroy"); }
 
 } // namespace nccl_core::testing

@@ -1,13 +1,16 @@
 // Private bindings for the tests of the fast path's and the push's kernels on
-// one GPU (testing/emulated_ranks.h): `_EmulatedRanks`.  Not part of the public
-// API.  Tensors are checked here (device, layout, room for what the call
-// writes) so that a test's mistake is a ValueError, not a stray store.
+// one GPU (testing/emulated_ranks.h): `_EmulatedRanks`; and the counts of the
+// mapped host cache their progress words come from (memory/mapped_host.h).
+// Not part of the public API.  Tensors are checked here (device, layout, room
+// for what the call writes) so that a test's mistake is a ValueError, not a
+// stray store.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
 
 #include <optional>
 
+#include "memory/mapped_host.h"
 #include "nccl/types.h"
 #include "testing/emulated_ranks.h"
 #include "testing/bind.h"
@@ -142,6 +145,8 @@ void bind_nvlink_lab(py::module_& m) {
            "Per rank: (the first mismatch its kernels recorded, 0 while none; its call's seq).");
   m.def("_fault_peer", [](uint64_t f) { return nvlink::fault_peer(f); },
         "Tests: the peer named by a packed mismatch record (kernels.h pack_fault).");
+  m.def("_mapped_host_blocks", &MappedHost::cached_blocks,
+        "Tests: blocks in the mapped host cache that no owner holds.");
 }
 
 }  // namespace nccl_core::testing

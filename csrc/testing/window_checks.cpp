@@ -1,7 +1,6 @@
-// Private bindings for the GPU checks of NCCL's host-side queries against
-// nccl_core's own sources (comm/window_queries.h, device/dev_comm.h):
-// _window_descriptor, _descriptor_*_pointer, _nccl_* and _copy_from of a
-// RegisteredWindowHandle, and _comm_properties of a Communicator.
+// Private bindings for the GPU checks of NCCL's host-side window queries
+// against nccl_core's own sources (comm/window_queries.h): _window_descriptor,
+// _descriptor_*_pointer, _nccl_* and _copy_from of a RegisteredWindowHandle.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 #include <torch/csrc/utils/pybind.h>
@@ -98,28 +97,6 @@ void bind_window_checks(py::module_& m) {
       py::arg("window"), py::arg("address"), py::arg("out"),
       "Copies out's size in bytes from a device address inside one LSA rank's copy of "
       "this window into out, on the current stream.");
-
-  m.def(
-      "_comm_properties",
-      [](Communicator& c) {
-        auto p = comm_properties(c);
-        py::dict out;
-        out["rank"] = p.rank;
-        out["nranks"] = p.nranks;
-        out["cuda_dev"] = p.cuda_dev;
-        out["nvml_dev"] = p.nvml_dev;
-        out["device_api_support"] = p.device_api_support;
-        out["multimem_support"] = p.multimem_support;
-        out["gin_type"] = p.gin_type;
-        if (p.has_2_29_7) {
-          out["n_lsa_teams"] = p.n_lsa_teams;
-          out["host_rma_support"] = p.host_rma_support;
-          out["railed_gin_type"] = p.railed_gin_type;
-        }
-        return out;
-      },
-      "ncclCommQueryProperties as nccl_core reads it (NCCL >= 2.29.2; n_lsa_teams, "
-      "host_rma_support and railed_gin_type from 2.29.7).");
 }
 
 } // namespace nccl_core::testing

@@ -94,8 +94,8 @@ def _run(job, args, progress) -> dict:
     if args.tooling:
         from nccl_core_backend.bench.tooling import DEFAULT_ITERS, run_tooling
 
-        result["tooling"] = run_tooling(job, args.sizes, args.iters or DEFAULT_ITERS,
-                                        args.warmup, args.rounds, progress)
+        result["tooling"], result["meta"]["tooling_left_out"] = run_tooling(
+            job, args.sizes, args.iters or DEFAULT_ITERS, args.warmup, args.rounds, progress)
         return result
     if not args.workloads:
         from nccl_core_backend.bench.sweep import run_sweep

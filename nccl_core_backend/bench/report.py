@@ -12,7 +12,8 @@ the row's calls: ``fast``, ``push`` or ``nccl``; nccl_core_backend.paths) and
 ``baseline``, ``comm_us`` (per backend) and ``comm_ratio``.  A tooling row
 (``--tooling``) holds ``setting``, ``bytes``, ``iters``, ``rounds``, the two
 timings (``us`` per all_reduce until the GPU finished, ``host_us`` until the
-last call returned), ``ratio``, ``host_ratio`` and ``correct``.  With
+last call returned), ``ratio``, ``host_ratio`` and ``correct``;
+``meta.tooling_left_out`` names each setting left out and why.  With
 ``--anchor symm_mem``, all_reduce rows also hold ``symm_one_shot`` and
 ``symm_two_shot`` timings, ``anchor_ratio`` (nccl_core us / each) and their
 ``correct`` flags; ``meta.anchor`` says whether the anchor ran and, if not, why.
@@ -193,6 +194,8 @@ def render(result: dict) -> str:
         parts += ["", workloads_table(result["workloads"])]
     if result.get("tooling"):
         parts += ["", tooling_table(result["tooling"])]
+        parts += [f"left out: {setting}: {why}"
+                  for setting, why in result["meta"].get("tooling_left_out", {}).items()]
     if result.get("footprint"):
         from nccl_core_backend.bench.footprint import footprint_table
 

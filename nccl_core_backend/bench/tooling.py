@@ -19,7 +19,9 @@ call returned (``host_us``: what the switches cost the host, also where the
 GPU is the bottleneck, as with ranks sharing one GPU); the settings and
 backends take turns in rounds, and the median of the rounds is reported.
 Before timing, every group's all_reduce of fresh random integers is checked
-against a float64 CPU sum on every element.
+against a float64 CPU sum on every element.  Where backend nccl takes no
+hook at all (torch >= 2.15's nccl2), the hook rows are left out and the
+result's ``meta.tooling_left_out`` says why.
 """
 
 from __future__ import annotations
@@ -92,19 +94,19 @@ def make_groups(world: int) -> dict:
     return groups
 
 
-def register_hooks(groups: dict) -> dict:
-    """A HookCount on each backend's "hook" group; key -> HookCount.  Empty
-    where backend nccl takes no on-completion hook (torch >= 2.15's nccl2
-    refuses one): then neither backend's hook is timed."""
-    hooks = {}
-    for backend in (NCCL, CORE):
-        count = HookCount()
-        try:
-            groups[(backend, "hook")]._register_on_completion_hook(count)
-        except RuntimeError:
-            return {}
-        hooks[(backend, "hook")] = count
-    return hooks
+def register_hooks(groups: dict) -> tuple[dict, str | None]:
+    """A HookCount on each backend's "hook" group: (key -> HookCount, None).
+    Where backend nccl takes no on-completion hook (torch >= 2.15's nccl2
+    refuses one), neither backend's hook is timed: ({}, why).  nccl_core
+    refusing one is an error of its own and raises."""
+    nccl_count = HookCount()
+    try:
+        groups[(NCCL, "hook")]._register_on_completion_hook(nccl_count)
+    except RuntimeError as e:
+        return {}, f"backend nccl refuses an on-completion hook ({e})"
+    core_count = HookCount()
+    groups[(CORE, "hook")]._register_on_completion_hook(core_count)
+    return {(NCCL, "hook"): nccl_count, (CORE, "hook"): core_count}, None
 
 
 def check_group(job, group, numel: int) -> bool:
@@ -134,11 +136,14 @@ def loop_us(group, t: torch.Tensor, iters: int) -> tuple[float, float]:
     return (issued - start) / iters * 1e6, (done - start) / iters * 1e6
 
 
-def run_tooling(job, sizes: list[int], iters: int, warmup: int, rounds: int, progress) -> list:
-    """One row per (setting, size): both backends' µs per call, their ratio, checks."""
+def run_tooling(job, sizes: list[int], iters: int, warmup: int, rounds: int,
+                progress) -> tuple[list, dict]:
+    """One row per (setting, size): both backends' µs per call, their ratio,
+    checks; and the settings left out, setting -> why."""
     groups = make_groups(job.world)
-    hooks = register_hooks(groups)
-    settings = [s for s in SETTINGS if s != "hook" or hooks]
+    hooks, refused = register_hooks(groups)
+    left_out = {"hook": refused} if refused else {}
+    settings = [s for s in SETTINGS if s not in left_out]
     groups = {key: g for key, g in groups.items() if key[1] in settings}
     issued = {key: 0 for key in groups}  # ops per group, for the hooks' drain
 
@@ -179,4 +184,4 @@ def run_tooling(job, sizes: list[int], iters: int, warmup: int, rounds: int, pro
                          "correct": {CORE: correct[(CORE, setting)],
                                      NCCL: correct[(NCCL, setting)]}})
             progress.step(f"tooling {setting} {size}B")
-    return rows
+    return rows, left_out

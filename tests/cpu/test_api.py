@@ -56,8 +56,12 @@ def test_enum_values():
     assert nc.WindowFlag.CollSymmetric == nc.WindowFlag.COLL_SYMMETRIC
     assert [int(s) for s in nc.NcclCommMemStat] == [0, 1, 2, 3]
     assert nc.NcclCommMemStat.GpuMemTotal == nc.NcclCommMemStat.GPU_MEM_TOTAL == 3
-    assert {g.name: int(g) for g in nc.NcclGinType} == {"NONE": 0, "PROXY": 2, "GDAKI": 3, "GPI": 4}
-    assert {g.name: int(g) for g in nc.NcclGinConnectionType} == {"NONE": 0, "FULL": 1, "RAIL": 2}
+    assert {g.name: int(g) for g in nc.NcclGinType} == {"NONE": 0, "PROXY": 2, "GDAKI": 3, "GPI": 4,
+                                                        "EFA_GDA": 5}
+    assert {g.name: int(g) for g in nc.NcclGinConnectionType} == {"NONE": 0, "FULL": 1, "RAIL": 2,
+                                                                  "CUSTOM_STRIDE": 3}
+    assert {m.name: int(m) for m in nc.NcclCftTeamMode} == {"FLAT": 0, "HIER_MULTIMEM": 1, "HIER_LSA": 2}
+    assert {n: int(c) for n, c in nc.NcclCftCap.__members__.items()} == {"NONE": 0, "CFT": 1, "MULTIMEM": 2}
     assert nc.NCCL_SPLIT_NOCOLOR == -1
 
 

@@ -85,6 +85,43 @@ def test_tooling_rows_table_and_json(tmp_path):
     assert all(r["host_ratio"] == pytest.approx(r["nccl_core"]["host_us"] / r["nccl"]["host_us"])
                for r in rows)
     assert "| nan check | 1 MiB |" in p.stdout and "WRONG" not in p.stdout
+    assert result["meta"]["tooling_left_out"] == {} and "left out" not in p.stdout
+
+
+class _HookGroup:
+    def __init__(self, refuses: bool) -> None:
+        self.refuses, self.hooks = refuses, []
+
+    def _register_on_completion_hook(self, hook) -> None:
+        if self.refuses:
+            raise RuntimeError("no hooks here")
+        self.hooks.append(hook)
+
+
+def test_tooling_leaves_out_the_hook_where_nccl_refuses_one():
+    from nccl_core_backend.bench import report, tooling
+
+    groups = {("nccl", "hook"): _HookGroup(True), ("nccl_core", "hook"): _HookGroup(False)}
+    hooks, why = tooling.register_hooks(groups)
+    assert hooks == {} and why.startswith("backend nccl refuses") and "no hooks here" in why
+    assert groups[("nccl_core", "hook")].hooks == []
+    result = {"meta": {"world": 1, "tooling_left_out": {"hook": why}}, "tooling": [
+        {"setting": "default", "bytes": 4096, "nccl_core": {"us": 2.0, "host_us": 1.0},
+         "nccl": {"us": 2.0, "host_us": 1.0}, "ratio": 1.0, "host_ratio": 1.0,
+         "correct": {"nccl_core": True, "nccl": True}}]}
+    assert f"left out: hook: {why}" in report.render(result)
+
+
+def test_tooling_hooks_both_backends_and_nccl_core_refusing_raises():
+    from nccl_core_backend.bench import tooling
+
+    groups = {("nccl", "hook"): _HookGroup(False), ("nccl_core", "hook"): _HookGroup(False)}
+    hooks, why = tooling.register_hooks(groups)
+    assert why is None and set(hooks) == set(groups)
+    assert all(g.hooks == [hooks[k]] for k, g in groups.items())
+    groups[("nccl_core", "hook")].refuses = True
+    with pytest.raises(RuntimeError, match="no hooks here"):
+        tooling.register_hooks(groups)
 
 
 def test_tooling_and_workloads_are_separate_runs():

@@ -30,7 +30,7 @@ def test_negative_counts_are_refused(field):
 
 def test_unknown_connection_type_is_refused():
     with pytest.raises(nc.NcclInvalid, match="gin_connection_type"):
-        nc.NCCLDevCommRequirements(gin_connection_type=3)
+        nc.NCCLDevCommRequirements(gin_connection_type=4)  # CUSTOM_STRIDE (3) is the last
 
 
 def test_requirements_are_keyword_only():

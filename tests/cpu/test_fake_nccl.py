@@ -11,7 +11,6 @@ NCCL's last-error text."""
 
 from __future__ import annotations
 
-import gc
 import time
 
 import pytest
@@ -22,29 +21,12 @@ from nccl_core_backend import _testing  # noqa: E402
 
 SYSTEM_ERROR = 2  # ncclSystemError
 INVALID_USAGE = 5  # ncclInvalidUsage
-NCCL_2_28_9 = 22809
-
-
-@pytest.fixture
-def fake():
-    f = _testing._FakeNccl()
-    f.set_version(NCCL_2_28_9)
-    f.install()
-    try:
-        yield f
-    finally:
-        gc.collect()
-        _testing._FakeNccl.uninstall()
-
-
-def calls_named(fake, name):
-    return [c for c in fake.calls if c == name or c.startswith(name + "(")]
 
 
 def test_create_hands_the_config_to_nccl_and_reads_rank_and_size(fake):
     comm = _testing._fake_communicator(4, 2, min_ctas=8, max_ctas=16, comm_name="tp")
     assert (comm.rank, comm.nranks) == (2, 4)
-    (init,) = calls_named(fake, "CommInitRankConfig")
+    (init,) = fake.calls_to("CommInitRankConfig")
     assert "nranks=4, rank=2, blocking=1, minCTAs=8, maxCTAs=16" in init
     assert init.endswith("commName=tp)")
     comm.abort()
@@ -57,7 +39,7 @@ def test_a_failed_init_is_aborted_and_names_the_call_and_nccls_text(fake):
         _testing._fake_communicator(4, 0)
     assert "ncclCommInitRankConfig failed" in str(e.value)
     assert "fake: peer 3 unreachable" in str(e.value)
-    assert calls_named(fake, "CommAbort") == ["CommAbort"]
+    assert fake.calls_to("CommAbort") == ["CommAbort"]
     assert fake.live_comms == 0
 
 
@@ -68,9 +50,9 @@ def test_an_init_past_its_timeout_raises_and_its_late_handle_is_aborted(fake):
         _testing._fake_communicator(2, 0, timeout_ms=100)
     assert time.monotonic() - t0 < 0.5  # the caller gave up; the init thread goes on
     deadline = time.monotonic() + 5
-    while not calls_named(fake, "CommAbort") and time.monotonic() < deadline:
+    while not fake.calls_to("CommAbort") and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert calls_named(fake, "CommAbort") == ["CommAbort"]
+    assert fake.calls_to("CommAbort") == ["CommAbort"]
     assert fake.live_comms == 0
 
 
@@ -78,7 +60,7 @@ def test_a_non_blocking_init_is_polled_to_its_end(fake):
     fake.stay_in_progress(5)
     comm = _testing._fake_communicator(2, 1, blocking=False)
     assert comm.is_valid and comm.rank == 1
-    assert "blocking=0" in calls_named(fake, "CommInitRankConfig")[0]
+    assert "blocking=0" in fake.calls_to("CommInitRankConfig")[0]
     comm.abort()
 
 
@@ -86,16 +68,16 @@ def test_a_non_blocking_init_that_never_ends_is_aborted_at_its_timeout(fake):
     fake.stay_in_progress(-1)
     with pytest.raises(nc.NcclError, match="did not complete within 150 ms"):
         _testing._fake_communicator(2, 0, blocking=False, timeout_ms=150)
-    assert calls_named(fake, "CommAbort") == ["CommAbort"]
+    assert fake.calls_to("CommAbort") == ["CommAbort"]
 
 
 def test_split_passes_colour_and_key_and_no_colour_gives_no_child(fake):
     parent = _testing._fake_communicator(4, 1)
     child = _testing._split(parent, 3, 1)
-    assert calls_named(fake, "CommSplit")[-1] == "CommSplit(color=3, key=1, blocking=1)"
+    assert fake.calls_to("CommSplit")[-1] == "CommSplit(color=3, key=1, blocking=1)"
     assert child is not None and child.nranks == 4 and child.rank == 1
     assert _testing._split(parent, -1, 0) is None
-    assert calls_named(fake, "CommSplit")[-1] == "CommSplit(color=NOCOLOR, key=0, blocking=1)"
+    assert fake.calls_to("CommSplit")[-1] == "CommSplit(color=NOCOLOR, key=0, blocking=1)"
     child.abort()
     parent.abort()
 
@@ -106,9 +88,9 @@ def test_shrink_passes_the_list_and_flag_and_refuses_an_empty_list(fake):
         comm.shrink([])
     with pytest.raises(nc.NcclInvalid, match="contains this rank"):
         comm.shrink([2])
-    assert calls_named(fake, "CommShrink") == []
+    assert fake.calls_to("CommShrink") == []
     child = comm.shrink([0, 3], flag=1)
-    assert calls_named(fake, "CommShrink") == ["CommShrink(exclude=[0,3], flags=1)"]
+    assert fake.calls_to("CommShrink") == ["CommShrink(exclude=[0,3], flags=1)"]
     assert (child.nranks, child.rank) == (2, 1)
     child.abort()
     comm.abort()
@@ -119,8 +101,8 @@ def test_abort_runs_once_and_finalize_flushes_before_destroy(fake):
     a.abort()
     a.abort()
     a.destroy()  # after an abort: nothing left to do
-    assert calls_named(fake, "CommAbort") == ["CommAbort"]
-    assert calls_named(fake, "CommDestroy") == []
+    assert fake.calls_to("CommAbort") == ["CommAbort"]
+    assert fake.calls_to("CommDestroy") == []
     assert not a.is_valid
     with pytest.raises(nc.NcclInvalid, match="aborted"):
         a.get_async_error()
@@ -139,7 +121,7 @@ def test_a_newer_call_is_refused_by_version_with_the_release_named(fake):
         comm.get_mem_stat(3)
     assert "get_mem_stat needs NCCL 2.29.7 or newer (ncclCommMemStats)" in str(e.value)
     assert "the loaded NCCL is 2.28.9" in str(e.value)
-    assert calls_named(fake, "CommMemStats") == []
+    assert fake.calls_to("CommMemStats") == []
     comm.abort()
 
 
@@ -147,9 +129,9 @@ def test_a_newer_call_the_library_provides_reaches_it(fake):
     fake.set_version(23003)
     comm = _testing._fake_communicator(2, 0)
     assert comm.get_mem_stat(3) == 1003
-    assert calls_named(fake, "CommMemStats") == ["CommMemStats(stat=3)"]
+    assert fake.calls_to("CommMemStats") == ["CommMemStats(stat=3)"]
     comm.suspend()
-    assert calls_named(fake, "CommSuspend") == ["CommSuspend(flags=1)"]
+    assert fake.calls_to("CommSuspend") == ["CommSuspend(flags=1)"]
     comm.abort()
 
 

@@ -96,14 +96,14 @@ def test_host_profile_lists_every_phase_and_resets():
 
 
 RAW_SIGNATURES = {
-    "allreduce": "sendbuf, recvbuf, op, *, stream=None",
-    "reduce": "sendbuf, recvbuf, op, root=None, *, stream=None",
-    "broadcast": "sendbuf, recvbuf, root, *, stream=None",
-    "allgather": "sendbuf, recvbuf, *, stream=None",
-    "gather": "sendbuf, recvbuf, root=None, *, stream=None",
-    "reduce_scatter": "sendbuf, recvbuf, op, *, stream=None",
-    "alltoall": "sendbuf, recvbuf, *, stream=None",
-    "scatter": "sendbuf, recvbuf, root, *, stream=None",
+    "allreduce": "sendbuf, recvbuf, op, *, stream=None, config=None",
+    "reduce": "sendbuf, recvbuf, op, root=None, *, stream=None, config=None",
+    "broadcast": "sendbuf, recvbuf, root, *, stream=None, config=None",
+    "allgather": "sendbuf, recvbuf, *, stream=None, config=None",
+    "gather": "sendbuf, recvbuf, root=None, *, stream=None, config=None",
+    "reduce_scatter": "sendbuf, recvbuf, op, *, stream=None, config=None",
+    "alltoall": "sendbuf, recvbuf, *, stream=None, config=None",
+    "scatter": "sendbuf, recvbuf, root, *, stream=None, config=None",
     "send": "sendbuf, peer, *, stream=None",
     "recv": "recvbuf, peer, *, stream=None",
     "put_signal": "local_buffer, peer, peer_window, peer_window_offset=0, signal_index=0, "

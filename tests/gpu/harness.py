@@ -11,8 +11,10 @@ R start <case>`` before a case and ``[harness] rank R collect after <case>``
 before the garbage collection that follows it (objects a case leaves in
 reference cycles are destroyed there, not inside a later case), every record
 reaches the disk before the next case starts, and a fatal signal prints every
-thread's Python stack (faulthandler).  NCCL_CORE_GPU_GC_BETWEEN=0 leaves
-garbage collection to Python.
+thread's Python stack (faulthandler).  A case past its deadline prints every
+thread's Python stack, and with NCCL_CORE_GDB (a gdb command:
+scripts/stage-gdb.sh makes one for the GPU host) every thread's native stack
+too.  NCCL_CORE_GPU_GC_BETWEEN=0 leaves garbage collection to Python.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import gc
 import json
 import os
 import random
+import subprocess
 import sys
 import threading
 import time
@@ -45,10 +48,27 @@ def _deadline(seconds: float, name: str, stop: threading.Event):
         if not stop.wait(seconds):
             sys.stderr.write(f"[harness] case {name} exceeded {seconds}s; dumping stacks\n")
             faulthandler.dump_traceback(all_threads=True)
+            _native_stacks()
             os._exit(3)
 
     t = threading.Thread(target=watch, daemon=True)
     t.start()
+
+
+def _native_stacks() -> None:
+    """Every thread's native stack of this process, on stderr, where
+    NCCL_CORE_GDB names a gdb (a hang in the driver or in NCCL shows only
+    there); bounded, so a stuck gdb cannot keep the launch alive."""
+    gdb = os.environ.get("NCCL_CORE_GDB")
+    if not gdb:
+        return
+    sys.stderr.flush()
+    try:
+        subprocess.run([gdb, "-p", str(os.getpid()), "-batch", "-nx", "-ex", "set pagination off",
+                        "-ex", "thread apply all bt 40"], stdout=sys.stderr, stderr=sys.stderr,
+                       stdin=subprocess.DEVNULL, timeout=90, check=False)
+    except (OSError, subprocess.SubprocessError) as e:
+        sys.stderr.write(f"[harness] no native stacks: {e}\n")
 
 
 def _say(rank: int, what: str) -> None:

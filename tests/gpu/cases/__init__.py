@@ -28,6 +28,8 @@ from tests.gpu.cases import (  # noqa: F401
     mem_pools,
     native_rma,
     native_queries,
+    comm_queries,
+    coll_configs,
     suspend,
     lifetimes,
     emulated_ranks,

@@ -22,6 +22,56 @@ FLOAT_TYPES = {torch.float32, torch.float64, torch.float16, torch.bfloat16}
 
 
 @case(nvlink=True, min_world=1)
+def dev_comm_resources_come_back_as_handles(ctx):
+    """resources= reaches NCCL's helpers: two LSA barrier resources and a
+    low-latency all-to-all on the LSA team come back as the handles NCCL
+    completed (the barrier counts kept, the slots NCCL computed, a distinct
+    buffer each), and the requirements keep the entries."""
+    comm = nc.get_communicator()
+    lsa = comm.team_lsa
+    wanted = (nc.LsaBarrierRequirement(lsa, 2), nc.LsaBarrierRequirement(lsa, 5),
+              nc.LLA2ARequirement(n_blocks=1, max_elements=64, max_element_size=8))
+    with comm.create_dev_comm(nc.NCCLDevCommRequirements(resources=wanted)) as dc:
+        got = dc.resource_handles
+        if [type(h).__name__ for h in got] != ["LsaBarrierHandle", "LsaBarrierHandle",
+                                                "LLA2AHandle"]:
+            fail(f"resource_handles {got}")
+        if (got[0].n_barriers, got[1].n_barriers) != (2, 5):
+            fail(f"barrier counts {got[0].n_barriers}, {got[1].n_barriers}")
+        if got[2].n_slots <= 0:
+            fail(f"the all-to-all has {got[2].n_slots} slots")
+        buffers = {h.buf_handle for h in got}
+        if len(buffers) != 3:
+            fail(f"the resources share buffers: {got}")
+        if dc.requirements.resources != wanted:
+            fail(f"requirements.resources {dc.requirements.resources}")
+    sanity(ctx)
+
+
+@case(nvlink=True, min_world=1)
+def dev_comm_teams_reach_nccl(ctx):
+    """teams= reaches ncclDevCommCreate: the world, LSA and rail teams (one
+    twice) make a device communicator NCCL accepts, the requirements keep the
+    entries, no team has a multimem handle it did not ask for, and a team
+    with multimem is refused while NVLink multicast is off."""
+    comm = nc.get_communicator()
+    world, lsa = comm.team_world, comm.team_lsa
+    if (world.n_ranks, world.rank) != (ctx.world, ctx.rank):
+        fail(f"team_world {world} on rank {ctx.rank} of {ctx.world}")
+    wanted = (nc.TeamRequirement(world), nc.TeamRequirement(lsa), nc.TeamRequirement(world))
+    with comm.create_dev_comm(nc.NCCLDevCommRequirements(lsa_barrier_count=1,
+                                                         teams=wanted)) as dc:
+        if not dc.ptr or dc.requirements.teams != wanted:
+            fail(f"ptr {dc.ptr:#x}, teams {dc.requirements.teams}")
+        for team in (world, lsa):
+            expect_raises(KeyError, lambda: dc.multimem_handle(team), "multimem=True")
+    if os.environ.get("NCCL_NVLS_ENABLE") == "0":
+        mm = nc.NCCLDevCommRequirements(teams=(nc.TeamRequirement(lsa, multimem=True),))
+        expect_raises(nc.NcclUnsupported, lambda: comm.create_dev_comm(mm), "multicast")
+    sanity(ctx)
+
+
+@case(nvlink=True, min_world=1)
 def dev_comm_lifecycle(ctx):
     comm = nc.get_communicator()
     before = comm._resource_count()
@@ -78,6 +128,15 @@ def dev_comm_requirements_checked(ctx):
         expect_raises(nc.NcclUnsupported,
                       lambda: comm.create_dev_comm(nc.NCCLDevCommRequirements(gin_queue_depth=8)),
                       "gin_queue_depth")
+    # The fields later releases appended reach NCCL in its layout (signal
+    # flags that ask for less are valid everywhere they exist), and are
+    # refused, naming the release, before it.
+    signals = nc.NCCLDevCommRequirements(lsa_barrier_count=1, gin_strong_signals_required=False,
+                                         gin_va_signals_required=False)
+    if nc.nccl_version() >= (2, 30, 7):
+        comm.create_dev_comm(signals).close()
+    else:
+        expect_raises(nc.NcclUnsupported, lambda: comm.create_dev_comm(signals), "2.30.7")
     # With NVLink multicast off (always so on the shared machines): a clear
     # error before NCCL is asked for anything.  Never asked where it is on.
     if os.environ.get("NCCL_NVLS_ENABLE") == "0":

@@ -9,16 +9,23 @@ exactly what it held before the program ran, for every op family, plain and
 async.  Each family first runs once unmeasured (first-use state such as a
 communicator's connections), then three rounds are measured, and the last
 round's results are checked against a float64 reference.
+
+What a communicator keeps goes with the last thing that holds it (a Work
+kept past its group's end, say), and letting it go never waits for the GPU.
 """
 
 from __future__ import annotations
 
 import gc
+import threading
 
 import torch
 import torch.distributed as dist
 
+from nccl_core_backend import _testing
+
 from tests.gpu.cases.common import fail
+from tests.gpu.cases.native_rma import fresh_group
 from tests.gpu.registry import case
 
 N = 1 << 18  # float32 elements per rank: 1 MiB, far above any rounding
@@ -225,3 +232,55 @@ def dropped_tensors_return_at_once(ctx):
         if held != 0:
             fail(f"{how}: {held} bytes of NCCL memory still live after the program dropped "
                  f"every tensor (baseline {base})")
+
+
+@case(min_world=2)
+def a_destroyed_groups_last_work_drops_while_the_gpu_waits(ctx):
+    """A Work kept past its group's destroy_process_group() holds the group's
+    communicator; dropping it frees what the communicator kept (its progress
+    words and abort flag, pinned host memory).  That drop must not wait for
+    the device: here rank 0 drops it while its own all_reduce on another
+    group waits on the GPU for rank 1, who joins only once the drop returned.
+    The blocks the drop freed are back in the cache, so the release ran."""
+    store = dist.distributed_c10d._get_default_store()
+    old = fresh_group(ctx)[0]
+    x = torch.full((4096,), 1.0, device=ctx.device)
+    kept = [dist.all_reduce(x, group=old, async_op=True)]
+    kept[0].wait()
+    torch.cuda.synchronize(ctx.device)
+    dist.barrier()
+    dist.destroy_process_group(old)
+    del old  # the kept Work is now all that holds the communicator
+    gc.collect()
+    new = fresh_group(ctx)[0]
+    y = torch.full((4096,), float(ctx.rank + 1), device=ctx.device)
+    dist.all_reduce(y, group=new)  # connected
+    torch.cuda.synchronize(ctx.device)
+    dist.barrier()  # every kernel the drop could need is loaded (lazy loading)
+    key = "a_destroyed_groups_last_work_drops/dropped"
+    want = float(sum(range(1, ctx.world + 1)) * ctx.world)
+    if ctx.rank == 0:
+        pending = dist.all_reduce(y, group=new, async_op=True)  # waits for rank 1
+        cached_before = _testing._mapped_host_blocks()
+        dropper = threading.Thread(target=kept.clear, daemon=True)
+        dropper.start()
+        dropper.join(timeout=20)
+        blocked = dropper.is_alive()
+        cached_after = _testing._mapped_host_blocks()
+        store.set(key, "1")  # rank 1 joins the pending all_reduce now
+        pending.wait()
+        dropper.join()
+    else:
+        kept.clear()
+        store.wait([key])
+        dist.all_reduce(y, group=new)
+    torch.cuda.synchronize(ctx.device)
+    if ctx.rank == 0:
+        if blocked:
+            fail("dropping a destroyed group's last Work waited for the GPU (> 20 s)")
+        if cached_after <= cached_before:
+            fail(f"the dropped Work freed no pinned block ({cached_before} -> {cached_after} "
+                 "cached): its communicator outlived it")
+    if not torch.equal(y.cpu(), torch.full((4096,), want)):
+        fail(f"the pending all_reduce gave {y[:4].tolist()}, want {want}")
+    dist.destroy_process_group(new)

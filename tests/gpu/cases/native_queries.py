@@ -1,7 +1,8 @@
 """NCCL's host-side queries against nccl_core's own sources: window pointers
 (ncclGetLsaDevicePointer, ncclGetPeerDevicePointer, ncclWinGetUserPtr) against
 the window's device descriptor, get_mem_stat against the memory it counts,
-gin_type / railed_gin_type against an independent ncclCommQueryProperties."""
+Communicator.properties (and gin_type / railed_gin_type) against an independent
+ncclCommQueryProperties."""
 
 from __future__ import annotations
 
@@ -235,14 +236,18 @@ def native_mem_stat_meaning(ctx):
 
 
 class _Props(ctypes.Structure):
-    # ncclCommProperties of nccl_device/core.h (2.29.7 fields; newer releases
-    # append, which the tail leaves room for).
+    # ncclCommProperties of nccl_device/host.h as 2.32.3 defines it (earlier
+    # releases end sooner; newer ones append, which the tail leaves room for).
     _fields_ = [("size", ctypes.c_size_t), ("magic", ctypes.c_uint), ("version", ctypes.c_uint),
                 ("rank", ctypes.c_int), ("nRanks", ctypes.c_int), ("cudaDev", ctypes.c_int),
                 ("nvmlDev", ctypes.c_int), ("deviceApiSupport", ctypes.c_bool),
                 ("multimemSupport", ctypes.c_bool), ("ginType", ctypes.c_int),
                 ("nLsaTeams", ctypes.c_int), ("hostRmaSupport", ctypes.c_bool),
-                ("railedGinType", ctypes.c_int), ("tail", ctypes.c_ubyte * 4096)]
+                ("railedGinType", ctypes.c_int), ("commHash", ctypes.c_uint64),
+                ("ginMinStride", ctypes.c_int), ("ginConnectionType", ctypes.c_int),
+                ("ginSupport", ctypes.c_bool * 64), ("devCommRuntimeVersionSize", ctypes.c_size_t),
+                ("cftSupport", ctypes.c_bool), ("cftMulticastSupport", ctypes.c_bool),
+                ("cftCountedSupport", ctypes.c_bool), ("tail", ctypes.c_ubyte * 4096)]
 
 
 def _query_with_ctypes(comm):
@@ -270,9 +275,38 @@ def native_comm_properties(ctx):
     hostRmaSupport against what the native route does."""
     need((2, 29, 2), "ncclCommQueryProperties (gin_type)")
     comm = nc.get_communicator()
-    ours = _testing._comm_properties(comm)
-    ref = _query_with_ctypes(comm)
+    props = comm.properties
+    ours = {"rank": props.rank, "nranks": props.n_ranks, "cuda_dev": props.cuda_dev,
+            "nvml_dev": props.nvml_dev, "device_api_support": props.device_api_support,
+            "multimem_support": props.multimem_support, "gin_type": int(props.gin_type)}
     full = nc.nccl_version() >= (2, 29, 7)
+    if full:
+        ours.update(n_lsa_teams=props.n_lsa_teams, host_rma_support=props.host_rma_support,
+                    railed_gin_type=int(props.railed_gin_type))
+    elif (props.n_lsa_teams, props.host_rma_support, props.railed_gin_type) != (None,) * 3:
+        fail(f"2.29.7 fields reported on {nc.nccl_version()}: {props}")
+    ref = _query_with_ctypes(comm)
+    if nc.nccl_version() >= (2, 31, 2):
+        later = [("comm_hash", props.comm_hash, ref.commHash),
+                 ("gin_min_stride", props.gin_min_stride, ref.ginMinStride),
+                 ("gin_connection_type", props.gin_connection_type, ref.ginConnectionType),
+                 ("available_gin_types", props.available_gin_types,
+                  frozenset(nc.NcclGinType(t) for t in range(1, 6) if ref.ginSupport[t])),
+                 ("dev_comm_runtime_version_size", props.dev_comm_runtime_version_size,
+                  ref.devCommRuntimeVersionSize)]
+        if nc.nccl_version() >= (2, 32, 3):
+            later += [("cft_support", props.cft_support, ref.cftSupport),
+                      ("cft_multicast_support", props.cft_multicast_support, ref.cftMulticastSupport),
+                      ("cft_counted_support", props.cft_counted_support, ref.cftCountedSupport)]
+        for name, got, want in later:
+            if got != want:
+                fail(f"{name}: properties {got!r}, ncclCommQueryProperties {want!r}")
+        hashes = [None] * ctx.world
+        dist.all_gather_object(hashes, props.comm_hash)
+        if len(set(hashes)) != 1:
+            fail(f"comm_hash differs across ranks: {hashes}")
+    elif props.comm_hash is not None or props.cft_support is not None:
+        fail(f"2.31.2 / 2.32.3 fields reported on {nc.nccl_version()}: {props}")
     pairs = [("rank", ref.rank, comm.rank), ("nranks", ref.nRanks, comm.nranks),
              ("cuda_dev", ref.cudaDev, ctx.device.index), ("nvml_dev", ref.nvmlDev, None),
              ("device_api_support", ref.deviceApiSupport, None),
@@ -282,8 +316,6 @@ def native_comm_properties(ctx):
         pairs += [("n_lsa_teams", ref.nLsaTeams, None),
                   ("host_rma_support", ref.hostRmaSupport, None),
                   ("railed_gin_type", ref.railedGinType, int(comm.railed_gin_type))]
-    elif "host_rma_support" in ours or "railed_gin_type" in ours:
-        fail(f"2.29.7 fields reported on {nc.nccl_version()}: {ours}")
     for name, theirs, api in pairs:
         if ours.get(name) != theirs or (api is not None and api != theirs):
             fail(f"{name}: nccl_core {ours.get(name)}, ncclCommQueryProperties {theirs}, API {api}")
@@ -301,7 +333,7 @@ def native_comm_properties(ctx):
         # hostRmaSupport says whether NCCL's one-sided calls work here.
         g, gc = fresh_group(ctx)
         gc.rma_route = "native"
-        if not _testing._comm_properties(gc)["host_rma_support"]:
+        if not gc.host_rma_support:
             expect_raises(nc.NcclUnsupported, lambda: poisoned_window(gc, ctx, 4096, SYM),
                           "hostRmaSupport")
         else:

@@ -235,7 +235,7 @@ def raw_ops_call_forms(ctx):
 
     comm = nc.get_communicator()
     sig = str(inspect.signature(nc.Communicator.allreduce))
-    if sig != "(self, /, sendbuf, recvbuf, op, *, stream=None)":
+    if sig != "(self, /, sendbuf, recvbuf, op, *, stream=None, config=None)":
         fail(f"inspect.signature(Communicator.allreduce) = {sig}")
     sig = str(inspect.signature(nc.Communicator.put_signal))
     if "peer_window_offset=0" not in sig or not sig.endswith("*, stream=None)"):

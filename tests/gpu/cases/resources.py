@@ -111,6 +111,17 @@ def register_window_pointers(ctx):
         fail(f"store from rank {prv} not seen: {buf[1024:1028].tolist()}")
     if win.get_lsa_multimem_device_pointer() is not None:
         fail("multimem pointer reported although NVLink multicast is off")
+    # A team's handle: NCCL answers no address while multicast is off, and
+    # refuses a handle without a base (checked here before NCCL is asked).
+    handle = nc.MultimemHandle(mc_base_pointer=1 << 40)
+    if nc.nccl_version() >= (2, 29, 2):
+        if win.get_multimem_device_pointer(handle, 8) is not None:
+            fail("multimem pointer through a handle although NVLink multicast is off")
+        expect_raises(nc.NcclInvalid,
+                      lambda: win.get_multimem_device_pointer(nc.MultimemHandle(0)), "base")
+    else:
+        expect_raises(nc.NcclUnsupported, lambda: win.get_multimem_device_pointer(handle), "2.29.2")
+    expect_raises(nc.NcclInvalid, lambda: win.get_multimem_device_pointer(1 << 40), "MultimemHandle")
     expect_raises(nc.NcclInvalid, lambda: win.get_lsa_device_pointer(win.lsa_size), "lsa_rank")
     expect_raises(nc.NcclInvalid, lambda: win.get_peer_device_pointer(ctx.world), "peer")
     expect_raises(nc.NcclInvalid, lambda: win.get_peer_device_pointer(0, n * 4), "outside")
